@@ -1,0 +1,42 @@
+# The two commands of the quickstart work on a fresh machine with only Python:
+#   make run    create .venv, install, run the whole pipeline on bundled tiny data
+#   make test   install what the tests need, start the Docker engine, run pytest (all but -m gpu)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+M1 := $(VENV)/bin/m1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export PREFECT_LOGGING_TO_API_ENABLED := false
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+PYTEST_ARGS ?=
+
+.PHONY: run test test-fast bench services lint clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,dist]'
+	touch $@
+
+run: $(VENV)/.installed
+	$(M1) run
+
+services:
+	bash scripts/docker-engine.sh
+
+test: $(VENV)/.installed services
+	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)
+
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -m "not gpu and not slow and not docker" $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed
+	$(M1) bench all
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) .m1 .pytest_cache

@@ -1,0 +1,1 @@
+"""m1-pipeline: kernels."""

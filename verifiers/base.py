@@ -1,0 +1,148 @@
+"""The reward contract: one Verifier protocol, one Reward record, one registry of plugins.
+
+A verifier scores a batch of items (dicts with at least `response`, plus whatever the verifier needs:
+`reference` for math, `tests` for code, the generated puzzle for logic) and returns one Reward per item.
+Plugins are found through the entry-point group ``m1.verifiers`` (built-ins register the same way, in
+this project's pyproject.toml) and through Python files in directories named in the config.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+ENTRY_POINT_GROUP = "m1.verifiers"
+
+
+@dataclass
+class Reward:
+    """A scalar reward plus why: parsed answers, per-test verdicts, or an `error` when the item failed."""
+
+    reward: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def error(cls, message: str, **details: Any) -> Reward:
+        return cls(0.0, {"error": message, **details})
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    name: str
+    version: str
+
+    def verify(self, items: Sequence[Mapping[str, Any]]) -> list[Reward]:
+        """Score a batch; must return exactly one Reward per item, in order."""
+        ...
+
+
+def verify_safely(verifier: Verifier, items: Sequence[Mapping[str, Any]]) -> list[Reward]:
+    """Run a verifier on a batch so that no item can abort it: a failing batch is retried item by
+    item, and an item that still raises gets reward 0 with an `error` detail."""
+    try:
+        rewards = verifier.verify(items)
+        if len(rewards) != len(items):
+            raise RuntimeError(f"verifier {verifier.name} returned {len(rewards)} rewards for {len(items)} items")
+        return rewards
+    except Exception:  # noqa: BLE001 - isolate the bad item below
+        if len(items) == 1:
+            return [_one_safely(verifier, items[0])]
+    return [_one_safely(verifier, item) for item in items]
+
+
+def _one_safely(verifier: Verifier, item: Mapping[str, Any]) -> Reward:
+    try:
+        (reward,) = verifier.verify([item])
+        return reward
+    except Exception as exc:  # noqa: BLE001 - a plugin's bug must not crash the batch
+        return Reward.error(f"{type(exc).__name__}: {exc}")
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    source: str  # the distribution (or file) that provides it
+    target: str  # module:attr
+    factory: Callable[..., Verifier] | None = None
+    load_error: str | None = None
+
+
+class Registry:
+    """Verifier plugins by name. Loading is lazy; a plugin that fails to import is listed with its error
+    instead of breaking every other verifier."""
+
+    def __init__(self) -> None:
+        self._plugins: dict[str, PluginInfo] = {}
+
+    def register(self, name: str, factory: Callable[..., Verifier], *, source: str = "runtime") -> None:
+        target = f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', '?')}"
+        self._plugins[name] = PluginInfo(name, source, target, factory)
+
+    def discover_entry_points(self) -> None:
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            dist = ep.dist.name if ep.dist is not None else "?"
+            self._plugins.setdefault(ep.name, PluginInfo(ep.name, dist, ep.value))
+            info = self._plugins[ep.name]
+            if info.factory is None:
+                try:
+                    info.factory = ep.load()
+                except Exception as exc:  # noqa: BLE001
+                    info.load_error = f"{type(exc).__name__}: {exc}"
+
+    def discover_directory(self, directory: str | Path) -> None:
+        """Load every ``*.py`` file in a directory; each may define ``VERIFIERS = {name: factory}``
+        or classes with a ``name`` attribute that satisfy the Verifier protocol."""
+        for path in sorted(Path(directory).glob("*.py")):
+            mod_name = f"m1_plugin_{path.stem}"
+            try:
+                spec = importlib.util.spec_from_file_location(mod_name, path)
+                assert spec and spec.loader
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[mod_name] = module
+                spec.loader.exec_module(module)
+            except Exception as exc:  # noqa: BLE001
+                self._plugins[path.stem] = PluginInfo(path.stem, str(path), str(path), load_error=f"{exc}")
+                continue
+            for name, factory in _plugins_in_module(module):
+                self._plugins[name] = PluginInfo(name, str(path), f"{path}:{factory.__name__}", factory)
+
+    def get(self, name: str, **options: Any) -> Verifier:
+        info = self._plugins.get(name)
+        if info is None:
+            known = ", ".join(sorted(self._plugins)) or "none"
+            raise KeyError(f"unknown verifier {name!r} (known: {known})")
+        if info.factory is None:
+            raise KeyError(f"verifier {name!r} failed to load: {info.load_error}")
+        return info.factory(**options)
+
+    def plugins(self) -> list[PluginInfo]:
+        return [self._plugins[n] for n in sorted(self._plugins)]
+
+    def names(self) -> list[str]:
+        return sorted(n for n, p in self._plugins.items() if p.factory is not None)
+
+
+def _plugins_in_module(module) -> Iterable[tuple[str, Callable[..., Verifier]]]:
+    declared = getattr(module, "VERIFIERS", None)
+    if isinstance(declared, dict):
+        yield from declared.items()
+        return
+    for obj in vars(module).values():
+        if isinstance(obj, type) and obj.__module__ == module.__name__ and isinstance(
+            getattr(obj, "name", None), str
+        ) and callable(getattr(obj, "verify", None)):
+            yield obj.name, obj
+
+
+def default_registry(plugin_dirs: Sequence[str | Path] = ()) -> Registry:
+    """Entry points (built-ins and installed plugin packages) plus any plugin directories."""
+    reg = Registry()
+    reg.discover_entry_points()
+    for d in plugin_dirs:
+        reg.discover_directory(d)
+    return reg

@@ -1,0 +1,96 @@
+"""The shape of a SynLogic-style task: a seeded generator and a rule-based verifier.
+
+Each task lives in its own module under ``verifiers/logic/tasks/`` and defines ``TASK = SomeTask()``.
+Responses are free-form: as in SynLogic, the answer is the text inside the last ``<answer>...</answer>``
+after any ``</think>``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ANSWER_FORMAT = "Put your final answer inside <answer></answer> tags."
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+
+
+def extract_answer(response: str) -> str | None:
+    """The text of the last <answer> block after any </think>; None when there is none."""
+    if not isinstance(response, str):
+        return None
+    tail = response.rsplit("</think>", 1)[-1]
+    blocks = _ANSWER.findall(tail)
+    return blocks[-1].strip() if blocks else None
+
+
+@dataclass
+class LogicInstance:
+    task: str
+    difficulty: int
+    seed: int
+    prompt: str
+    answer: str  # the gold answer, exactly as it may appear inside <answer></answer>
+    puzzle: dict[str, Any] = field(default_factory=dict)  # the structured puzzle, JSON-serialisable
+
+    def to_item(self, index: int = 0) -> dict[str, Any]:
+        """The canonical RL item (see flows/schema.py) for this instance."""
+        return {
+            "id": f"{self.task}-d{self.difficulty}-s{self.seed}-{index}",
+            "source": "synlogic",
+            "domain": "logic",
+            "task": self.task,
+            "prompt": self.prompt,
+            "reference": self.answer,
+            "metadata": json.dumps(
+                {"difficulty": self.difficulty, "seed": self.seed, "puzzle": self.puzzle}, sort_keys=True
+            ),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class LogicTask(ABC):
+    """One logic task. Subclasses set the class attributes and implement generate/score/measure."""
+
+    name: str
+    description: str
+    # Documented difficulty scale: level -> what it means (at least 5 levels).
+    levels: dict[int, str]
+
+    @property
+    def difficulties(self) -> list[int]:
+        return sorted(self.levels)
+
+    @abstractmethod
+    def generate(self, difficulty: int, seed: int) -> LogicInstance:
+        """A solvable instance (uniquely solvable where the puzzle demands it), deterministic in seed."""
+
+    @abstractmethod
+    def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
+        """Score the extracted answer text against the puzzle: (reward in [0, 1], details).
+        Unparseable answers return (0.0, {"error": "parse error: ..."})."""
+
+    @abstractmethod
+    def measure(self, puzzle: dict[str, Any]) -> float:
+        """A measured difficulty quantity (solver search nodes, or instance size) that grows with level."""
+
+    @abstractmethod
+    def corrupt(self, instance: LogicInstance, seed: int) -> str:
+        """A wrong answer close to the gold one (one cell, char or number changed), used by the tests
+        to prove that the verifier rejects near misses."""
+
+    def verify(self, puzzle: dict[str, Any], response: str) -> tuple[float, dict[str, Any]]:
+        answer = extract_answer(response)
+        if answer is None:
+            return 0.0, {"error": "parse error: no <answer>...</answer> block after </think>"}
+        return self.score(puzzle, answer)
+
+    def check_difficulty(self, difficulty: int) -> None:
+        if difficulty not in self.levels:
+            raise ValueError(
+                f"{self.name}: difficulty {difficulty} out of range {min(self.levels)}..{max(self.levels)}"
+            )
