@@ -1,0 +1,1 @@
+"""Bundled data: generated, never downloaded."""

@@ -1,0 +1,237 @@
+"""Programmatic math word problems with answers, and planted defects for the curation filters.
+
+The generator is the pipeline's bundled dataset: it makes distinct problems (any two share less than
+`MAX_CLEAN_JACCARD` of their word 5-gram shingles and no 13-gram with the benchmark), then plants
+exact duplicates, near-duplicates, benchmark leaks and unparseable references, and records which
+filter should remove each planted row (`metadata.planted`). Tests assert that every filter removes
+exactly those rows.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+
+import polars as pl
+
+from flows.schema import ITEM_COLUMNS
+
+MAX_CLEAN_JACCARD = 0.35  # far below any near-dup threshold worth using
+NEAR_DUP_MIN_JACCARD = 0.8
+
+NAMES = ["Ada", "Bela", "Chen", "Dara", "Emeka", "Farah", "Goran", "Hana", "Ivo", "Jun", "Kofi", "Lena",
+         "Mateo", "Nia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Viktor", "Wen", "Yara"]
+ITEMS = ["apple", "marble", "sticker", "pencil", "stamp", "coin", "shell", "card", "button", "ribbon",
+         "candle", "brick", "feather", "bead", "ticket", "acorn"]
+PLACES = ["market", "library", "harbour", "school fair", "bakery", "museum shop", "garden centre",
+          "train station", "bookshop", "street festival", "farm stall", "toy store"]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+UNITS = ["metres", "litres", "kilograms", "pages", "laps", "minutes"]
+
+
+@dataclass
+class Problem:
+    prompt: str
+    answer: int
+    solution: str  # a short worked solution ending in \boxed{answer}
+
+
+def _pick(rng: random.Random, xs: list[str], k: int = 1) -> list[str]:
+    return rng.sample(xs, k)
+
+
+def _shop(rng: random.Random) -> Problem:
+    a, b = _pick(rng, NAMES, 2)
+    item, = _pick(rng, ITEMS)
+    place, = _pick(rng, PLACES)
+    day, = _pick(rng, DAYS)
+    n1, n2, n3 = rng.randint(12, 90), rng.randint(2, 11), rng.randint(3, 29)
+    total = n1 - n2 + n3
+    return Problem(
+        f"On {day} {a} bought {n1} {item}s at the {place}, gave {n2} {item}s to {b} right away, "
+        f"and then found {n3} more {item}s hidden in a box. How many {item}s does {a} have now?",
+        total,
+        f"{a} starts with {n1}, gives away {n2} leaving {n1 - n2}, then finds {n3}: "
+        f"{n1 - n2} + {n3} = {total}. The answer is \\boxed{{{total}}}.",
+    )
+
+
+def _rate(rng: random.Random) -> Problem:
+    a, = _pick(rng, NAMES)
+    unit, = _pick(rng, UNITS)
+    day, = _pick(rng, DAYS)
+    per, days = rng.randint(3, 40), rng.randint(2, 14)
+    extra = rng.randint(1, 50)
+    total = per * days + extra
+    return Problem(
+        f"Starting on a {day}, {a} logs {per} {unit} every day for {days} days in a row, "
+        f"and adds a bonus of {extra} {unit} on the final evening. What total number of {unit} did {a} log?",
+        total,
+        f"{per} {unit} for {days} days is {per * days}; adding {extra} gives {total}. "
+        f"The answer is \\boxed{{{total}}}.",
+    )
+
+
+def _linear(rng: random.Random) -> Problem:
+    a, = _pick(rng, NAMES)
+    x, m, c = rng.randint(2, 30), rng.randint(2, 12), rng.randint(1, 60)
+    item, = _pick(rng, ITEMS)
+    return Problem(
+        f"{a} thinks of a secret number of {item}s, multiplies it by {m}, adds {c}, and announces the "
+        f"result {m * x + c} to the class. Which number of {item}s did {a} start from?",
+        x,
+        f"Solve {m}x + {c} = {m * x + c}: {m}x = {m * x}, so x = {x}. The answer is \\boxed{{{x}}}.",
+    )
+
+
+def _share(rng: random.Random) -> Problem:
+    a, b, c = _pick(rng, NAMES, 3)
+    item, = _pick(rng, ITEMS)
+    place, = _pick(rng, PLACES)
+    each, people = rng.randint(2, 25), rng.randint(3, 9)
+    left = rng.randint(0, people - 1)
+    total = each * people + left
+    return Problem(
+        f"{a}, {b} and {c} collect {total} {item}s at the {place} and split them between {people} "
+        f"children so that each child gets the same amount, keeping the {left} leftover {item}s aside. "
+        f"How many {item}s does each child receive?",
+        each,
+        f"{total} - {left} = {each * people}, and {each * people} / {people} = {each}. "
+        f"The answer is \\boxed{{{each}}}.",
+    )
+
+
+def _area(rng: random.Random) -> Problem:
+    a, = _pick(rng, NAMES)
+    place, = _pick(rng, PLACES)
+    w, h, cut = rng.randint(3, 30), rng.randint(3, 30), rng.randint(1, 2)
+    cw, ch = rng.randint(1, w - 1 if w > 1 else 1), rng.randint(1, h - 1 if h > 1 else 1)
+    area = w * h - cut * cw * ch
+    return Problem(
+        f"Behind the {place}, {a} marks a rectangular plot {w} by {h} metres and then removes "
+        f"{cut} corner patch{'es' if cut > 1 else ''} of {cw} by {ch} metres for a path. "
+        f"What area in square metres remains for planting?",
+        area,
+        f"{w} * {h} = {w * h}; removing {cut} * {cw} * {ch} = {cut * cw * ch} leaves {area}. "
+        f"The answer is \\boxed{{{area}}}.",
+    )
+
+
+TEMPLATES: list[Callable[[random.Random], Problem]] = [_shop, _rate, _linear, _share, _area]
+
+
+def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + n]) for i in range(max(len(words) - n + 1, 1))}
+
+
+def jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def ngrams(text: str, n: int = 13) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def distinct_problems(n: int, rng: random.Random, avoid: list[str] = ()) -> list[Problem]:
+    """n problems, pairwise far apart in shingle space and sharing no 13-gram with `avoid`."""
+    out: list[Problem] = []
+    sh: list[set] = []
+    banned = set().union(*(ngrams(t) for t in avoid)) if avoid else set()
+    attempts = 0
+    while len(out) < n:
+        attempts += 1
+        if attempts > 200 * n:
+            raise RuntimeError("could not generate enough distinct problems; lower n")
+        p = rng.choice(TEMPLATES)(rng)
+        s = shingles(p.prompt)
+        if banned & ngrams(p.prompt) or any(jaccard(s, t) > MAX_CLEAN_JACCARD for t in sh):
+            continue
+        out.append(p)
+        sh.append(s)
+    return out
+
+
+def _near_duplicate(p: Problem, rng: random.Random) -> str:
+    """Edit one or two words far from each other: changes a few shingles, keeps Jaccard high."""
+    words = p.prompt.split(" ")
+    for _ in range(20):
+        w = words.copy()
+        i = rng.randrange(len(w))
+        w[i] = {"the": "a", "and": "and then", "a": "one"}.get(w[i].lower(), w[i] + ",")
+        text = " ".join(w)
+        if jaccard(shingles(text), shingles(p.prompt)) >= NEAR_DUP_MIN_JACCARD and text.lower() != p.prompt.lower():
+            return text
+    raise RuntimeError("no near-duplicate edit kept the Jaccard high enough")
+
+
+def _item(i: int, prompt: str, reference: str, answer, planted: str | None, of: str | None = None) -> dict:
+    meta = {"answer": str(answer), "planted": planted}
+    if of:
+        meta["duplicate_of"] = of
+    return {
+        "id": f"math-{i:05d}",
+        "source": "synthetic-math",
+        "domain": "math",
+        "task": "word_problem",
+        "prompt": prompt,
+        "reference": reference,
+        "metadata": json.dumps(meta, sort_keys=True),
+    }
+
+
+def load_benchmark() -> pl.DataFrame:
+    """The bundled tiny 'benchmark' (a held-out test set the training data must not contain)."""
+    path = resources.files("flows.data").joinpath("tiny_benchmark.jsonl")
+    return pl.read_ndjson(str(path))
+
+
+def generate(
+    n_problems: int,
+    n_exact_duplicates: int = 0,
+    n_near_duplicates: int = 0,
+    n_benchmark_leaks: int = 0,
+    n_unparseable: int = 0,
+    seed: int = 0,
+    benchmark: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The bundled RL dataset: clean problems plus planted rows, shuffled, in the canonical schema."""
+    rng = random.Random(seed)
+    benchmark = load_benchmark() if benchmark is None else benchmark
+    bench_prompts = benchmark["prompt"].to_list()
+    problems = distinct_problems(n_problems, rng, avoid=bench_prompts)
+    rows = [_item(i, p.prompt, p.solution, p.answer, None) for i, p in enumerate(problems)]
+    nxt = len(rows)
+    for src in rng.sample(range(len(problems)), min(n_exact_duplicates, len(problems))):
+        p = problems[src]
+        # Same text up to case and spacing: exact dedup normalises both.
+        rows.append(_item(nxt, "  " + p.prompt.upper() + " ", p.solution, p.answer, "exact", f"math-{src:05d}"))
+        nxt += 1
+    for src in rng.sample(range(len(problems)), min(n_near_duplicates, len(problems))):
+        p = problems[src]
+        rows.append(_item(nxt, _near_duplicate(p, rng), p.solution, p.answer, "near", f"math-{src:05d}"))
+        nxt += 1
+    for b in rng.sample(range(benchmark.height), min(n_benchmark_leaks, benchmark.height)):
+        row = benchmark.row(b, named=True)
+        rows.append(_item(nxt, row["prompt"], row["solution"], row["answer"], "leak", row["id"]))
+        nxt += 1
+    for p in distinct_problems(n_unparseable, rng, avoid=bench_prompts + [q.prompt for q in problems]):
+        reference = "We cannot read the diagram, so the result depends on the missing figure."
+        rows.append(_item(nxt, p.prompt, reference, "", "unparseable"))
+        nxt += 1
+    rng.shuffle(rows)
+    return pl.DataFrame(rows, schema=ITEM_COLUMNS)
+
+
+def write_benchmark(path, n: int = 40, seed: int = 2024) -> None:
+    """Regenerate the bundled benchmark file (kept in the repo; run once by hand)."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as fh:
+        for i, p in enumerate(distinct_problems(n, rng)):
+            fh.write(json.dumps({"id": f"tinybench#{i}", "prompt": p.prompt, "solution": p.solution,
+                                 "answer": str(p.answer)}) + "\n")
