@@ -1,1 +1,39 @@
-"""m1-pipeline: kernels."""
+"""Kernels of the bundled MiniMax-M1 model. Imports nothing from the rest of the project.
+
+Laid out as flash-linear-attention does: per op a naive reference, a chunked torch implementation
+(forward and backward), a recurrent decode step and Triton kernels, all with one signature and all
+tested against the naive reference.
+
+Lightning attention (`kernels.lightning`), MiniMax's linear attention with per-head decay
+lam_h = exp(-slope[h]) and no 1/sqrt(d) scale:
+
+    S_t = lam * S_{t-1} + k_t^T v_t          o_t = q_t S_t   (the current token enters with factor 1)
+
+    lightning_attention(q, k, v, slope, initial_state=None, impl="auto") -> (o, final_state)
+    lightning_attn_naive / lightning_attn_chunked / lightning_attn_triton: same signature
+    lightning_attn_decode(q, k, v, slope, state) -> (o, new_state)      one token, T = 1
+
+    q, k: [B, H, T, Dk]; v: [B, H, T, Dv]; slope: [H] > 0; state: [B, H, Dk, Dv], float32
+    (float64 stays float64); o: [B, H, T, Dv] in q's dtype; initial_state None means zeros.
+
+Padding: callers zero k and v at padded positions. A zero k_t^T v_t adds nothing to the state,
+so with left padding the state stays exactly zero through the pads and the real tokens see
+exactly what an unpadded sequence would. (Right padding leaves the outputs of real tokens
+exact too; only the final state has decayed over the pads.)
+"""
+
+from kernels.lightning import (
+    lightning_attention,
+    lightning_attn_chunked,
+    lightning_attn_decode,
+    lightning_attn_naive,
+    lightning_attn_triton,
+)
+
+__all__ = [
+    "lightning_attention",
+    "lightning_attn_chunked",
+    "lightning_attn_decode",
+    "lightning_attn_naive",
+    "lightning_attn_triton",
+]
