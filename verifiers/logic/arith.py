@@ -1,0 +1,131 @@
+"""Exact, safe arithmetic for the number puzzles (game of 24, mathador, math path).
+
+Answers are parsed with ``ast`` (never ``eval``): only integer literals, + - * / and parentheses are
+allowed, and evaluation uses Fractions so 8 / 3 * 3 is exactly 8."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+# Typographic operators models like to use.
+_NORMALISE = str.maketrans(
+    {"×": "*", "·": "*", "÷": "/", "−": "-", "–": "-", "[": "(", "]": ")", "{": "(", "}": ")"}
+)
+
+
+class ExprError(ValueError):
+    """The text is not an arithmetic expression over integer literals."""
+
+
+@dataclass
+class Evaluated:
+    value: Fraction
+    numbers: list[int]  # the integer literals, in order of appearance
+    intermediates: list[Fraction]  # the result of every operation, innermost first
+
+
+def clean_expression(text: str) -> str:
+    """Normalise operator symbols and drop a trailing '= value' so '(8-2)×4 = 24' parses."""
+    text = text.translate(_NORMALISE).strip().strip("`$").strip()
+    text = re.sub(r"(?<=\d)\s*[xX]\s*(?=[\d(])", "*", text)  # 3 x 8 as multiplication
+    if "=" in text:
+        sides = [s.strip() for s in text.split("=")]
+        # "24 = (..)" and "(..) = 24": keep the side that has operators
+        text = max(sides, key=lambda s: sum(s.count(o) for o in "+-*/"))
+    return text
+
+
+def evaluate(text: str) -> Evaluated:
+    """Parse and evaluate exactly; raises ExprError for anything but integers, + - * /, parentheses,
+    and ZeroDivisionError for division by zero."""
+    src = clean_expression(text)
+    if not src:
+        raise ExprError("empty expression")
+    try:
+        tree = ast.parse(src, mode="eval")
+    except SyntaxError as exc:
+        raise ExprError(f"not an arithmetic expression: {src!r}") from exc
+    numbers: list[int] = []
+    steps: list[Fraction] = []
+
+    def walk(node: ast.AST) -> Fraction:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            numbers.append(node.value)
+            return Fraction(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            a, b = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.Add):
+                r = a + b
+            elif isinstance(node.op, ast.Sub):
+                r = a - b
+            elif isinstance(node.op, ast.Mult):
+                r = a * b
+            else:
+                if b == 0:
+                    raise ZeroDivisionError("division by zero")
+                r = a / b
+            steps.append(r)
+            return r
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant)
+        ):
+            raise ExprError("negative literals are not allowed; use subtraction")
+        raise ExprError(f"unsupported element {type(node).__name__} in {src!r}")
+
+    return Evaluated(walk(tree.body), numbers, steps)
+
+
+def _combine(a: Fraction, b: Fraction, positive_integers: bool) -> list[tuple[Fraction, str]]:
+    out = [(a + b, "+"), (a * b, "*"), (a - b, "-")]
+    if b != 0:
+        out.append((a / b, "/"))
+    if positive_integers:
+        out = [(v, o) for v, o in out if v > 0 and v.denominator == 1]
+    return out
+
+
+def solve(numbers: list[int], target: int, positive_integers: bool = False) -> tuple[str | None, int]:
+    """An expression using every number exactly once that equals target (or None), and the number of
+    search nodes visited. Depth-first over pairwise combinations, with memo of visited multisets."""
+    nodes = 0
+    seen: set[tuple[Fraction, ...]] = set()
+
+    def rec(items: list[tuple[Fraction, str]]) -> str | None:
+        nonlocal nodes
+        nodes += 1
+        if len(items) == 1:
+            return items[0][1] if items[0][0] == target else None
+        key = tuple(sorted(v for v, _ in items))
+        if key in seen:
+            return None
+        seen.add(key)
+        for i, j in itertools.permutations(range(len(items)), 2):
+            (a, ea), (b, eb) = items[i], items[j]
+            rest = [items[k] for k in range(len(items)) if k not in (i, j)]
+            for v, op in _combine(a, b, positive_integers):
+                if op in "+*" and i > j:  # commutative: the (j, i) order covers it
+                    continue
+                found = rec(rest + [(v, f"({ea} {op} {eb})")])
+                if found:
+                    return found
+        return None
+
+    expr = rec([(Fraction(n), str(n)) for n in numbers])
+    return (_strip_outer(expr) if expr else None), nodes
+
+
+def _strip_outer(expr: str) -> str:
+    """Drop one pair of parentheses around the whole expression, if they enclose all of it."""
+    depth = 0
+    for i, c in enumerate(expr):
+        depth += (c == "(") - (c == ")")
+        if depth == 0 and i < len(expr) - 1:
+            return expr
+    return expr[1:-1] if expr.startswith("(") else expr

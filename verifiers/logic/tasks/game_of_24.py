@@ -1,0 +1,95 @@
+"""Game of 24: combine all the given numbers with + - * / and parentheses to reach the target.
+
+Any correct expression scores 1; it is evaluated exactly (fractions) through ``ast``, never ``eval``."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from verifiers.logic.arith import ExprError, evaluate, solve
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+
+TARGET = 24
+
+
+class GameOf24(LogicTask):
+    name = "game_of_24"
+    description = "Use each given number exactly once with + - * / and parentheses to make 24."
+    levels = {
+        1: "4 numbers from 1-6",
+        2: "4 numbers from 1-9",
+        3: "4 numbers from 1-13",
+        4: "5 numbers from 1-13",
+        5: "5 numbers from 1-20",
+        6: "6 numbers from 1-25",
+    }
+    sizes = {1: (4, 6), 2: (4, 9), 3: (4, 13), 4: (5, 13), 5: (5, 20), 6: (6, 25)}
+
+    def generate(self, difficulty: int, seed: int) -> LogicInstance:
+        self.check_difficulty(difficulty)
+        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        count, top = self.sizes[difficulty]
+        while True:  # most draws are solvable; the solver proves it
+            numbers = sorted(rng.randint(1, top) for _ in range(count))
+            expr, nodes = solve(numbers, TARGET)
+            if expr:
+                break
+        prompt = (
+            f"Use the numbers {', '.join(map(str, numbers))} to make {TARGET}. Use each number exactly once, "
+            "combined with +, -, *, / and parentheses; fractions are allowed in intermediate steps. "
+            f"Write the expression only. {ANSWER_FORMAT} Example: <answer>(1 + 2) * (3 + 5)</answer>"
+        )
+        puzzle = {"numbers": numbers, "target": TARGET, "max_value": top, "solver_nodes": nodes}
+        return LogicInstance(self.name, difficulty, seed, prompt, expr, puzzle)
+
+    def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
+        return score_expression(answer, puzzle["numbers"], puzzle["target"])
+
+    def measure(self, puzzle: dict[str, Any]) -> float:
+        return float(len(puzzle["numbers"]) * puzzle["max_value"])
+
+    def corrupt(self, instance: LogicInstance, seed: int) -> str:
+        return change_one_number(instance.answer, random.Random(seed))
+
+
+def score_expression(
+    answer: str, numbers: list[int], target: int, positive_integers: bool = False
+) -> tuple[float, dict[str, Any]]:
+    """1 when the expression uses exactly the given numbers and equals target (with every intermediate
+    result a positive integer when ``positive_integers``)."""
+    try:
+        ev = evaluate(answer)
+    except ExprError as exc:
+        return 0.0, {"error": f"parse error: {exc}"}
+    except ZeroDivisionError:
+        return 0.0, {"correct": False, "reason": "division by zero"}
+    if sorted(ev.numbers) != sorted(numbers):
+        return 0.0, {
+            "correct": False,
+            "reason": "numbers used differ from the given ones",
+            "used": ev.numbers,
+            "given": numbers,
+        }
+    if positive_integers:
+        bad = [str(v) for v in ev.intermediates if v <= 0 or v.denominator != 1]
+        if bad:
+            return 0.0, {
+                "correct": False,
+                "reason": "an intermediate result is not a positive integer",
+                "intermediate": bad[0],
+            }
+    if ev.value != target:
+        return 0.0, {"correct": False, "reason": "wrong value", "value": str(ev.value), "target": target}
+    return 1.0, {"correct": True}
+
+
+def change_one_number(expr: str, rng: random.Random) -> str:
+    """The expression with one integer literal changed (so it no longer uses the given numbers)."""
+    spans = [m.span() for m in re.finditer(r"\d+", expr)]
+    a, b = rng.choice(spans)
+    return expr[:a] + str(int(expr[a:b]) + rng.randint(1, 3)) + expr[b:]
+
+
+TASK = GameOf24()
