@@ -8,6 +8,7 @@ after any ``</think>``.
 from __future__ import annotations
 
 import json
+import random
 import re
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,11 @@ def extract_answer(response: str) -> str | None:
     tail = response.rsplit("</think>", 1)[-1]
     blocks = _ANSWER.findall(tail)
     return blocks[-1].strip() if blocks else None
+
+
+class ParseError(ValueError):
+    """The answer text could not be read as the format the prompt asked for. `LogicTask.verify` turns
+    it into reward 0 with an ``error: "parse error: ..."`` detail, so ``score`` may simply raise it."""
 
 
 @dataclass
@@ -83,11 +89,28 @@ class LogicTask(ABC):
         """A wrong answer close to the gold one (one cell, char or number changed), used by the tests
         to prove that the verifier rejects near misses."""
 
+    def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int | None:
+        """How many solutions the puzzle has, counted up to ``limit`` by the task's solver.
+
+        Tasks whose rules demand a unique solution override this (the generator proves uniqueness with
+        the same solver, and the tests re-check it); None means the task accepts several answers and
+        its verifier checks the rules instead of comparing with the gold answer."""
+        return None
+
+    def rng(self, difficulty: int, seed: int) -> random.Random:
+        """The instance's private random stream: a string seed hashes the same in every process (no
+        PYTHONHASHSEED dependence) and never touches the global RNG."""
+        self.check_difficulty(difficulty)
+        return random.Random(f"{self.name}/{difficulty}/{seed}")
+
     def verify(self, puzzle: dict[str, Any], response: str) -> tuple[float, dict[str, Any]]:
         answer = extract_answer(response)
         if answer is None:
             return 0.0, {"error": "parse error: no <answer>...</answer> block after </think>"}
-        return self.score(puzzle, answer)
+        try:
+            return self.score(puzzle, answer)
+        except ParseError as exc:
+            return 0.0, {"error": f"parse error: {exc}"}
 
     def check_difficulty(self, difficulty: int) -> None:
         if difficulty not in self.levels:

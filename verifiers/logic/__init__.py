@@ -1,0 +1,44 @@
+"""SynLogic-style logic tasks: every module in ``verifiers/logic/tasks/`` that defines ``TASK`` is a task.
+
+`TASKS` maps task name -> LogicTask. reasoning-gym's datasets join as ``rg_<name>`` tasks when that
+package is installed (extra ``logic``); see `verifiers.logic.reasoning_gym_adapter`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from verifiers.logic import tasks as _tasks_pkg
+from verifiers.logic.base import LogicInstance, LogicTask, extract_answer
+
+
+def _discover() -> dict[str, LogicTask]:
+    found: dict[str, LogicTask] = {}
+    for mod in sorted(pkgutil.iter_modules(_tasks_pkg.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{_tasks_pkg.__name__}.{mod.name}")
+        task = getattr(module, "TASK", None)
+        if not isinstance(task, LogicTask):
+            continue
+        if task.name in found:
+            raise RuntimeError(f"two logic tasks named {task.name!r} ({mod.name} and another module)")
+        found[task.name] = task
+    return found
+
+
+TASKS: dict[str, LogicTask] = _discover()
+
+
+def get_task(name: str) -> LogicTask:
+    """A built-in task, or a reasoning-gym dataset named ``rg_<dataset>`` when reasoning-gym is installed."""
+    if name in TASKS:
+        return TASKS[name]
+    if name.startswith("rg_"):
+        from verifiers.logic.reasoning_gym_adapter import reasoning_gym_task
+
+        return reasoning_gym_task(name.removeprefix("rg_"))
+    known = ", ".join(sorted(TASKS)) or "none"
+    raise KeyError(f"unknown logic task {name!r} (known: {known}; reasoning-gym datasets as rg_<name>)")
+
+
+__all__ = ["TASKS", "LogicInstance", "LogicTask", "extract_answer", "get_task"]

@@ -1,0 +1,123 @@
+"""Grid helpers shared by the grid puzzles: lenient answer parsing, rendering, neighbourhoods.
+
+Models write grids in many layouts: one row per line separated by spaces, commas or bars, Python-style
+nested lists, or digits run together ("4213"). `parse_grid` accepts all of them as long as the cell
+tokens come out as exactly rows x cols, and raises `ParseError` (reward 0, "parse error" detail) otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from verifiers.logic.base import ParseError
+
+Cell = tuple[int, int]
+ORTHOGONAL = ((-1, 0), (1, 0), (0, -1), (0, 1))
+KING = tuple((dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0))
+
+
+def parse_grid(text: str, rows: int, cols: int, token: str = r"-?\d+") -> list[list[str]]:
+    """Read a rows x cols grid of tokens (regex ``token``) from free-form text.
+
+    Row-per-line layouts are tried first; a line holding a single run of ``cols`` one-character cells
+    ("4213") is split into characters. Failing that, all tokens in reading order are chunked into rows.
+    """
+    pattern = re.compile(token)
+    lines = [pattern.findall(line) for line in text.splitlines()]
+    lines = [found for found in lines if found]
+    if len(lines) == rows:
+        grid = [_split_run(found, cols) for found in lines]
+        if all(len(row) == cols for row in grid):
+            return grid
+    flat = [tok for found in lines for tok in found]
+    if len(flat) == rows * cols:
+        return [flat[r * cols : (r + 1) * cols] for r in range(rows)]
+    if len(flat) == rows and all(len(tok) == cols for tok in flat):  # "12 34" for a 2x2 digit grid
+        return [list(tok) for tok in flat]
+    raise ParseError(f"expected a {rows}x{cols} grid, found {len(lines)} row(s) with {len(flat)} cell(s)")
+
+
+def _split_run(found: list[str], cols: int) -> list[str]:
+    if len(found) == 1 and cols > 1 and len(found[0]) == cols:
+        return list(found[0])
+    return found
+
+
+def parse_int_grid(text: str, rows: int, cols: int) -> list[list[int]]:
+    return [[int(tok) for tok in row] for row in parse_grid(text, rows, cols, r"\d+")]
+
+
+def parse_binary_grid(text: str, rows: int, cols: int, on: str = "1#*X", off: str = "0.-_O") -> list[list[int]]:
+    """A grid of two symbols (1/0 by default, also '#'/'.', '*'/'-'); returns 1 for `on` cells."""
+    symbols = re.escape(on + off)
+    grid = parse_grid(text, rows, cols, rf"(?i)[{symbols}]")
+    return [[1 if tok.upper() in on.upper() else 0 for tok in row] for row in grid]
+
+
+_COORD = re.compile(r"\(?\s*(\d+)\s*[,;\s]\s*(\d+)\s*\)?")
+
+
+def parse_coords(text: str) -> list[Cell]:
+    """All (row, col) pairs in reading order, from "(1,2) (3, 4)", "1 2; 3 4", "[[1,2],[3,4]]", ...
+    Coordinates stay as written (prompts use 1-based ones)."""
+    if re.search(r"[^\s\d(),;\[\]]", text):
+        bad = re.search(r"[^\s\d(),;\[\]]", text)
+        raise ParseError(f"unexpected character {bad.group()!r} in a list of (row, column) pairs")
+    numbers = [int(n) for n in re.findall(r"\d+", text)]
+    if len(numbers) % 2:
+        raise ParseError(f"odd number of coordinates ({len(numbers)}): expected (row, column) pairs")
+    return [(numbers[i], numbers[i + 1]) for i in range(0, len(numbers), 2)]
+
+
+def render(grid: Sequence[Sequence[object]], sep: str = " ") -> str:
+    return "\n".join(sep.join(str(v) for v in row) for row in grid)
+
+
+def inside(r: int, c: int, rows: int, cols: int) -> bool:
+    return 0 <= r < rows and 0 <= c < cols
+
+
+def neighbours(r: int, c: int, rows: int, cols: int, steps: Sequence[Cell] = ORTHOGONAL) -> Iterator[Cell]:
+    for dr, dc in steps:
+        if inside(r + dr, c + dc, rows, cols):
+            yield r + dr, c + dc
+
+
+def diff_cells(answer: Sequence[Sequence[object]], gold: Sequence[Sequence[object]]) -> list[list[int]]:
+    """1-based [row, col] of every cell where the answer differs from the gold grid."""
+    return [
+        [r + 1, c + 1]
+        for r, row in enumerate(gold)
+        for c, value in enumerate(row)
+        if answer[r][c] != value
+    ]
+
+
+def grid_result(wrong: list, violations: list[str]) -> tuple[float, dict]:
+    """The common scoring record: reward 1 only when nothing is wrong."""
+    ok = not wrong and not violations
+    details: dict = {"correct": ok}
+    if wrong:
+        details["wrong_cells"] = wrong
+    if violations:
+        details["violations"] = violations[:20]
+    return (1.0 if ok else 0.0), details
+
+
+def random_regions(rng, rows: int, cols: int, seeds: Sequence[Cell]) -> list[list[int]]:
+    """Partition the grid into connected regions grown at random from the given seed cells
+    (region i contains seeds[i]); used by star placement, norinori and calcudoku-like layouts."""
+    region = [[-1] * cols for _ in range(rows)]
+    frontier: list[tuple[Cell, int]] = []
+    for i, (r, c) in enumerate(seeds):
+        region[r][c] = i
+    for i, (r, c) in enumerate(seeds):
+        frontier += [((nr, nc), i) for nr, nc in neighbours(r, c, rows, cols)]
+    while frontier:
+        (r, c), i = frontier.pop(rng.randrange(len(frontier)))
+        if region[r][c] != -1:
+            continue
+        region[r][c] = i
+        frontier += [((nr, nc), i) for nr, nc in neighbours(r, c, rows, cols) if region[nr][nc] == -1]
+    return region

@@ -1,0 +1,171 @@
+"""A small SAT modelling layer over python-sat, shared by the grid puzzles.
+
+Each puzzle states its rules once as CNF (`SatModel`); its clues (givens, inequalities, ...) are
+*assumption* literals, so one incremental solver answers "how many solutions (up to 2) with these clues?"
+many times while a generator removes clues. That is how generators prove uniqueness: count solutions
+up to 2 and keep an instance only when the count is 1. Rules that are awkward in CNF (connectivity)
+are added lazily: a `check` callback inspects each model and returns clauses that cut it off.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Hashable, Iterable, Sequence
+
+from pysat.card import CardEnc, EncType
+from pysat.formula import IDPool
+from pysat.solvers import Solver
+
+Lit = int
+Check = Callable[[set[int]], list[list[Lit]]]
+
+
+class SatModel:
+    """CNF under construction: named variables, cardinality constraints and Tseitin gates."""
+
+    def __init__(self) -> None:
+        self.pool = IDPool()
+        self.clauses: list[list[Lit]] = []
+
+    def var(self, *key: Hashable) -> Lit:
+        return self.pool.id(key)
+
+    def fresh(self) -> Lit:
+        return self.pool.id(("fresh", self.pool.top + 1))
+
+    def add(self, clause: Iterable[Lit]) -> None:
+        self.clauses.append(list(clause))
+
+    def _card(self, lits: Sequence[Lit], k: int, kind: str) -> None:
+        lits = list(lits)
+        if kind == "most" and k >= len(lits):
+            return
+        if kind == "least" and k <= 0:
+            return
+        if k < 0 or k > len(lits):
+            self.add([])  # unsatisfiable: the caller asked for the impossible
+            return
+        encode = {"most": CardEnc.atmost, "least": CardEnc.atleast, "equals": CardEnc.equals}[kind]
+        enc = encode(lits=lits, bound=k, vpool=self.pool, encoding=EncType.seqcounter)
+        self.clauses.extend(enc.clauses)
+
+    def at_most(self, lits: Sequence[Lit], k: int) -> None:
+        self._card(lits, k, "most")
+
+    def at_least(self, lits: Sequence[Lit], k: int) -> None:
+        self._card(lits, k, "least")
+
+    def exactly(self, lits: Sequence[Lit], k: int) -> None:
+        self._card(lits, k, "equals")
+
+    def one_hot(self, key: Hashable, values: Iterable[Hashable]) -> dict[Hashable, Lit]:
+        """One variable per value, exactly one of them true."""
+        lits = {v: self.var(key, v) for v in values}
+        self.exactly(list(lits.values()), 1)
+        return lits
+
+    def and_gate(self, lits: Sequence[Lit]) -> Lit:
+        g = self.fresh()
+        for lit in lits:
+            self.add([-g, lit])
+        self.add([g, *(-lit for lit in lits)])
+        return g
+
+    def or_gate(self, lits: Sequence[Lit]) -> Lit:
+        g = self.fresh()
+        for lit in lits:
+            self.add([g, -lit])
+        self.add([-g, *lits])
+        return g
+
+    def table(self, columns: Sequence[dict[Hashable, Lit]], rows: Iterable[Sequence[Hashable]]) -> None:
+        """The tuple of values (one one-hot column per position) must be one of ``rows``."""
+        selectors = []
+        for row in rows:
+            s = self.fresh()
+            selectors.append(s)
+            for col, value in zip(columns, row, strict=True):
+                self.add([-s, col[value]])
+        self.add(selectors)
+
+    def session(self) -> SatSession:
+        return SatSession(self)
+
+
+class SatSession:
+    """An incremental solver loaded with a model's clauses; clues are passed as assumptions."""
+
+    def __init__(self, model: SatModel, check: Check | None = None) -> None:
+        self.model = model
+        self.check = check
+        self.solver = Solver(name="minisat22", bootstrap_with=model.clauses)
+        self.calls = 0
+
+    def close(self) -> None:
+        self.solver.delete()
+
+    def __enter__(self) -> SatSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _solve(self, assumptions: Sequence[Lit]) -> set[int] | None:
+        """A model satisfying the lazy `check` too (cuts from the check are kept: they are rules)."""
+        while True:
+            self.calls += 1
+            if not self.solver.solve(assumptions=list(assumptions)):
+                return None
+            true = {lit for lit in self.solver.get_model() if lit > 0}
+            cuts = self.check(true) if self.check else []
+            if not cuts:
+                return true
+            for cut in cuts:
+                self.solver.add_clause(cut)
+
+    def solutions(self, over: Sequence[Lit], assumptions: Sequence[Lit] = (), limit: int = 2) -> list[set[int]]:
+        """Up to ``limit`` solutions that differ on the variables ``over`` (each as its set of true ones)."""
+        guard = self.model.fresh()
+        found: list[set[int]] = []
+        while len(found) < limit:
+            true = self._solve([*assumptions, guard])
+            if true is None:
+                break
+            found.append({v for v in over if v in true})
+            self.solver.add_clause([-guard, *(-v if v in true else v for v in over)])
+        self.solver.add_clause([-guard])  # retire this enumeration's blocking clauses
+        return found
+
+    def count(self, over: Sequence[Lit], assumptions: Sequence[Lit] = (), limit: int = 2) -> int:
+        return len(self.solutions(over, assumptions, limit))
+
+    def stats(self) -> dict[str, int]:
+        return dict(self.solver.accum_stats())
+
+
+def reduce_clues(
+    session: SatSession,
+    over: Sequence[Lit],
+    clues: Sequence[Sequence[Lit]],
+    rng: random.Random,
+    keep: int = 0,
+    required: Sequence[Lit] = (),
+) -> list[int]:
+    """Drop clues (each a list of assumption literals) in random order while the solution stays unique,
+    stopping once only ``keep`` remain. The full clue set must have a unique solution. Returns the indices
+    of the kept clues, sorted."""
+    active = set(range(len(clues)))
+    order = list(active)
+    rng.shuffle(order)
+    for i in order:
+        if len(active) <= keep:
+            break
+        trial = active - {i}
+        assumptions = [*required, *(lit for j in trial for lit in clues[j])]
+        if session.count(over, assumptions, limit=2) == 1:
+            active = trial
+    return sorted(active)
+
+
+def assumptions_of(clues: Sequence[Sequence[Lit]], indices: Iterable[int]) -> list[Lit]:
+    return [lit for i in indices for lit in clues[i]]
