@@ -9,10 +9,11 @@ this project's pyproject.toml) and through Python files in directories named in 
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -43,38 +44,64 @@ class Verifier(Protocol):
 
 def verify_safely(verifier: Verifier, items: Sequence[Mapping[str, Any]]) -> list[Reward]:
     """Run a verifier on a batch so that no item can abort it: a failing batch is retried item by
-    item, and an item that still raises gets reward 0 with an `error` detail."""
+    item, an item that still raises gets reward 0 with an `error` detail, and a reward that is not a
+    finite number (a plugin bug that would poison a training batch) is replaced the same way."""
     try:
         rewards = verifier.verify(items)
         if len(rewards) != len(items):
             raise RuntimeError(f"verifier {verifier.name} returned {len(rewards)} rewards for {len(items)} items")
-        return rewards
     except Exception:  # noqa: BLE001 - isolate the bad item below
         if len(items) == 1:
             return [_one_safely(verifier, items[0])]
-    return [_one_safely(verifier, item) for item in items]
+        return [_one_safely(verifier, item) for item in items]
+    return [_checked(r) for r in rewards]
 
 
 def _one_safely(verifier: Verifier, item: Mapping[str, Any]) -> Reward:
     try:
         (reward,) = verifier.verify([item])
-        return reward
     except Exception as exc:  # noqa: BLE001 - a plugin's bug must not crash the batch
         return Reward.error(f"{type(exc).__name__}: {exc}")
+    return _checked(reward)
+
+
+def _checked(reward: object) -> Reward:
+    if not isinstance(reward, Reward):
+        return Reward.error(f"verifier returned {type(reward).__name__}, not a Reward")
+    if not isinstance(reward.reward, int | float) or not math.isfinite(reward.reward):
+        return Reward.error(f"verifier returned a non-finite or non-numeric reward: {reward.reward!r}")
+    if not isinstance(reward.details, dict):
+        return Reward.error("verifier returned details that are not a dict")
+    return Reward(float(reward.reward), reward.details)
 
 
 @dataclass
 class PluginInfo:
     name: str
-    source: str  # the distribution (or file) that provides it
+    source: str  # the distribution (``name==version``) or the file that provides it
     target: str  # module:attr
     factory: Callable[..., Verifier] | None = None
     load_error: str | None = None
+    entry_point: EntryPoint | None = None  # loaded on first use
+
+    @property
+    def version(self) -> str | None:
+        version = getattr(self.factory, "version", None)
+        return version if isinstance(version, str) else None
+
+    def load(self) -> None:
+        if self.factory is not None or self.load_error is not None or self.entry_point is None:
+            return
+        try:
+            self.factory = self.entry_point.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, never fatal
+            self.load_error = f"{type(exc).__name__}: {exc}"
 
 
 class Registry:
-    """Verifier plugins by name. Loading is lazy; a plugin that fails to import is listed with its error
-    instead of breaking every other verifier."""
+    """Verifier plugins by name. Entry points load lazily (a batch of math items never imports the code
+    sandbox); a plugin that fails to import is listed with its error instead of breaking the others.
+    A plugin directory is read after the entry points, so a local file can override an installed name."""
 
     def __init__(self) -> None:
         self._plugins: dict[str, PluginInfo] = {}
@@ -85,19 +112,19 @@ class Registry:
 
     def discover_entry_points(self) -> None:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
-            dist = ep.dist.name if ep.dist is not None else "?"
-            self._plugins.setdefault(ep.name, PluginInfo(ep.name, dist, ep.value))
-            info = self._plugins[ep.name]
-            if info.factory is None:
-                try:
-                    info.factory = ep.load()
-                except Exception as exc:  # noqa: BLE001
-                    info.load_error = f"{type(exc).__name__}: {exc}"
+            dist = f"{ep.dist.name}=={ep.dist.version}" if ep.dist is not None else "?"
+            self._plugins.setdefault(ep.name, PluginInfo(ep.name, dist, ep.value, entry_point=ep))
 
     def discover_directory(self, directory: str | Path) -> None:
         """Load every ``*.py`` file in a directory; each may define ``VERIFIERS = {name: factory}``
         or classes with a ``name`` attribute that satisfy the Verifier protocol."""
-        for path in sorted(Path(directory).glob("*.py")):
+        directory = Path(directory)
+        if not directory.is_dir():
+            self._plugins[str(directory)] = PluginInfo(
+                directory.name, str(directory), str(directory), load_error="plugin directory not found"
+            )
+            return
+        for path in sorted(directory.glob("*.py")):
             mod_name = f"m1_plugin_{path.stem}"
             try:
                 spec = importlib.util.spec_from_file_location(mod_name, path)
@@ -106,7 +133,9 @@ class Registry:
                 sys.modules[mod_name] = module
                 spec.loader.exec_module(module)
             except Exception as exc:  # noqa: BLE001
-                self._plugins[path.stem] = PluginInfo(path.stem, str(path), str(path), load_error=f"{exc}")
+                self._plugins[path.stem] = PluginInfo(
+                    path.stem, str(path), str(path), load_error=f"{type(exc).__name__}: {exc}"
+                )
                 continue
             for name, factory in _plugins_in_module(module):
                 self._plugins[name] = PluginInfo(name, str(path), f"{path}:{factory.__name__}", factory)
@@ -114,17 +143,22 @@ class Registry:
     def get(self, name: str, **options: Any) -> Verifier:
         info = self._plugins.get(name)
         if info is None:
-            known = ", ".join(sorted(self._plugins)) or "none"
+            known = ", ".join(self.names()) or "none"
             raise KeyError(f"unknown verifier {name!r} (known: {known})")
+        info.load()
         if info.factory is None:
             raise KeyError(f"verifier {name!r} failed to load: {info.load_error}")
         return info.factory(**options)
 
     def plugins(self) -> list[PluginInfo]:
+        """Every plugin, loaded, so that versions and load errors are known."""
+        for info in self._plugins.values():
+            info.load()
         return [self._plugins[n] for n in sorted(self._plugins)]
 
     def names(self) -> list[str]:
-        return sorted(n for n, p in self._plugins.items() if p.factory is not None)
+        """Names that can be asked for (load errors surface on `get`)."""
+        return sorted(n for n, p in self._plugins.items() if p.load_error is None)
 
 
 def _plugins_in_module(module) -> Iterable[tuple[str, Callable[..., Verifier]]]:

@@ -1,10 +1,166 @@
-"""`m1 verify` and `m1 verifiers list`."""
+"""`m1 verify` (score a JSONL file with any verifier plugin) and `m1 verifiers list`.
+
+`m1 verify` is a stable interface that other tools call: each output row is the input row plus
+``reward`` (float) and ``details`` (object). No row is lost: a row the verifier cannot handle, and a
+line that is not a JSON object, get reward 0 and an ``error`` detail.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from flows.errors import InputError
+
+PluginDirOpt = Annotated[
+    list[Path] | None, typer.Option("--plugin-dir", help="Directory of plugin *.py files (repeatable).")
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Pipeline config; its plugin_dirs are searched too.")
+]
+
+
+def registry(plugin_dirs: list[Path] | None, config: Path | None):
+    from flows.config import load_config
+    from verifiers.base import default_registry
+
+    dirs = [Path(d) for d in (load_config(config).plugin_dirs if config else [])] + list(plugin_dirs or [])
+    for d in dirs:
+        if not d.is_dir():
+            raise InputError(f"{d}: plugin directory not found")
+    return default_registry(dirs)
+
+
+def parse_options(pairs: list[str] | None) -> dict[str, Any]:
+    """``--option key=value`` pairs; values are read as YAML so numbers and booleans keep their type."""
+    options: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--option {pair!r}: expected key=value, e.g. format_weight=0.2")
+        try:
+            options[key.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            options[key.strip()] = raw
+    return options
+
+
+def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """(line number, row, problem) for each non-blank line; a broken line is reported, never skipped."""
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield lineno, {"line": lineno, "raw": line.rstrip("\n")}, f"line {lineno}: invalid JSON: {exc.msg}"
+                continue
+            if not isinstance(row, dict):
+                yield lineno, {"line": lineno, "raw": row}, f"line {lineno}: expected a JSON object, got {type(row).__name__}"
+                continue
+            yield lineno, row, None
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+def score_file(verifier, source: Path, target: Path, batch_size: int, console: Console) -> dict[str, float]:
+    """Score `source` into `target` (atomically) in batches; returns summary counts."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flows.atomic import atomic_path
+    from verifiers.base import Reward, verify_safely
+
+    stats = {"rows": 0, "errors": 0, "bad_lines": 0, "reward_sum": 0.0}
+
+    def flush(out, batch: list[tuple[dict[str, Any], str | None]]) -> None:
+        good = [row for row, problem in batch if problem is None]
+        rewards = iter(verify_safely(verifier, good) if good else [])
+        for row, problem in batch:
+            reward = Reward.error(problem) if problem else next(rewards)
+            stats["rows"] += 1
+            stats["bad_lines"] += problem is not None
+            stats["errors"] += "error" in reward.details
+            stats["reward_sum"] += reward.reward
+            out.write(json.dumps({**row, "reward": reward.reward, "details": reward.details}, default=str) + "\n")
+
+    total = _count_lines(source)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with atomic_path(target) as tmp, tmp.open("w", encoding="utf-8") as out, Progress(
+        *columns, console=console, transient=True
+    ) as progress:
+        task = progress.add_task(f"verify [{verifier.name}]", total=total)
+        batch: list[tuple[dict[str, Any], str | None]] = []
+        for _, row, problem in read_rows(source):
+            batch.append((row, problem))
+            if len(batch) >= batch_size:
+                flush(out, batch)
+                progress.advance(task, len(batch))
+                batch = []
+        flush(out, batch)
+        progress.advance(task, len(batch))
+        out.flush()
+    return stats
 
 
 def register(app: typer.Typer) -> None:
     verifiers_app = typer.Typer(no_args_is_help=True)
     app.add_typer(verifiers_app, name="verifiers", help="Reward verifier plugins.")
+
+    @verifiers_app.command("list")
+    def list_verifiers(plugin_dir: PluginDirOpt = None, config: ConfigOpt = None) -> None:
+        """Show every verifier plugin: name, version, the package or file that provides it, load errors."""
+        table = Table(title="verifier plugins (entry-point group m1.verifiers + plugin directories)")
+        for col in ("name", "version", "source", "target", "status"):
+            table.add_column(col, overflow="fold")
+        for info in registry(plugin_dir, config).plugins():
+            status = f"[red]load error: {info.load_error}[/]" if info.load_error else "[green]ok[/]"
+            table.add_row(info.name, info.version or "-", info.source, info.target, status)
+        Console().print(table)
+
+    @app.command("verify")
+    def verify(
+        verifier: Annotated[str, typer.Option("--verifier", "-v", help="Verifier name (see `m1 verifiers list`).")],
+        input: Annotated[Path, typer.Option("--input", "-i", help="JSONL: one item per line, with `response`.")],
+        output: Annotated[Path, typer.Option("--output", "-o", help="JSONL: input rows + reward + details.")],
+        plugin_dir: PluginDirOpt = None,
+        config: ConfigOpt = None,
+        option: Annotated[
+            list[str] | None, typer.Option("--option", help="Verifier option key=value (repeatable).")
+        ] = None,
+        batch_size: Annotated[int, typer.Option(min=1, help="Items per verify() call.")] = 256,
+    ) -> None:
+        """Score every row of a JSONL file; the batch never aborts on a bad row."""
+        if not input.is_file():
+            raise InputError(f"{input}: input file not found")
+        reg = registry(plugin_dir, config)
+        options = parse_options(option)
+        try:
+            scorer = reg.get(verifier, **options)
+        except KeyError as exc:
+            raise InputError(f"--verifier: {exc.args[0]}") from None
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"--option for verifier {verifier!r}: {exc}") from None
+        console = Console(stderr=True)
+        try:
+            stats = score_file(scorer, input, output, batch_size, console)
+        finally:
+            close = getattr(scorer, "close", None)
+            if callable(close):
+                close()
+        mean = stats["reward_sum"] / stats["rows"] if stats["rows"] else 0.0
+        console.print(
+            f"[bold]{output}[/]: {stats['rows']} rows, mean reward {mean:.4f}, "
+            f"{stats['errors']} with errors ({stats['bad_lines']} unreadable lines)",
+            highlight=False,
+        )

@@ -1,0 +1,247 @@
+"""Math verifier: extract the final answer from a long chain of thought, decide equivalence with
+math-verify, and add a format reward, as in the M1 paper (correctness reward + format reward).
+
+math-verify (LaTeX -> SymPy, then numeric, symbolic, set/interval and relation comparison) is the
+source of truth. It costs milliseconds to seconds per item, and an RL batch holds G responses per prompt
+that mostly repeat a few answers, so `MathVerifier` puts three things in front of it, none of which may
+change a verdict (`m1 bench verify` checks that on every item):
+
+- fast paths: identical answers and plain decimal numbers, decided exactly as math-verify would decide
+  them, and only where that is certain (layout-only differences such as ``\left(`` are left to it:
+  for text it cannot parse it compares raw strings);
+- a cache of verdicts per (reference, answer) pair, and of parsed references inside each worker;
+- a process pool for the rest (math-verify is pure Python and CPU-bound; threads would not help, and its
+  signal-based timeouts only work in a process's main thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from fractions import Fraction
+from functools import lru_cache
+from multiprocessing import get_context
+from typing import Any
+
+from cachetools import LRUCache
+from math_verify import parse, verify
+
+from verifiers.base import Reward
+from verifiers.format import extract_answer, format_ok, last_boxed
+
+Verdict = tuple[bool, str | None]  # (equivalent, error such as a timeout)
+
+_PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?")
+_MAX_DIGITS = 12
+# math-verify compares floats after rounding to 6 decimals: answers further apart than this can never
+# round to the same value, answers closer than this (but not equal) are left to math-verify.
+_SURELY_DIFFERENT = Fraction(2, 10**6)
+
+
+def wrap(answer: str) -> str:
+    """The form both the baseline and the verifier hand to math-verify."""
+    return f"\\boxed{{{answer}}}"
+
+
+def reference_answer(reference: str) -> str:
+    """A reference may be a bare answer or a worked solution ending in ``\\boxed{}``."""
+    boxed = last_boxed(reference)
+    text = boxed if boxed is not None else reference
+    return text.strip().strip("$").strip()
+
+
+def math_verify_equal(gold: str, answer: str, timeout_s: int = 5) -> bool:
+    """Plain math-verify on one pair: the baseline of `m1 bench verify` and the definition of a verdict."""
+    return verify(
+        parse(wrap(gold), parsing_timeout=timeout_s),
+        parse(wrap(answer), parsing_timeout=timeout_s),
+        timeout_seconds=timeout_s,
+    )
+
+
+def _plain_number(text: str) -> Fraction | None:
+    if not _PLAIN_NUMBER.fullmatch(text) or sum(ch.isdigit() for ch in text) > _MAX_DIGITS:
+        return None
+    return Fraction(text)
+
+
+def fast_verdict(gold: str, answer: str) -> bool | None:
+    """math-verify's verdict where it can be known without parsing, else None.
+
+    Identical strings parse to identical results and math-verify's string comparison accepts them.
+    Plain numbers: integers compare exactly; when a decimal is involved math-verify rounds both to 6
+    places (15 significant digits), which is decided exactly here for magnitudes below 1e6.
+    """
+    if answer.strip() == gold.strip() and answer.strip():
+        return True
+    g, a = _plain_number(gold.strip()), _plain_number(answer.strip())
+    if g is None or a is None:
+        return None
+    if g == a:
+        return True
+    if g.denominator == 1 and a.denominator == 1:
+        return False
+    if max(abs(g), abs(a)) < 10**6 and abs(g - a) >= _SURELY_DIFFERENT:
+        return False
+    return None
+
+
+class _TimeoutLog(logging.Handler):
+    """math-verify reports its own timeouts only as log warnings; catch them so a timed-out item
+    carries an error detail instead of looking like a plain wrong answer."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Timeout"):
+            self.seen = True
+
+
+_timeouts = _TimeoutLog()
+logging.getLogger("math_verify").addHandler(_timeouts)
+
+
+@lru_cache(maxsize=4096)
+def _parse_reference(gold: str, timeout_s: int) -> list:
+    # Each of a prompt's G responses is compared with the same reference: parse it once per worker.
+    return parse(wrap(gold), parsing_timeout=timeout_s)
+
+
+def slow_verdict(pair: tuple[str, str], timeout_s: int = 5) -> Verdict:
+    """math-verify on one pair, with the reference parse cached; runs in pool workers."""
+    gold, answer = pair
+    _timeouts.seen = False
+    try:
+        equal = verify(
+            _parse_reference(gold, timeout_s),
+            parse(wrap(answer), parsing_timeout=timeout_s),
+            timeout_seconds=timeout_s,
+        )
+    except Exception as exc:  # noqa: BLE001 - math-verify itself returns False here; keep the reason
+        return False, f"math-verify failed: {type(exc).__name__}: {exc}"
+    return equal, (f"math-verify timed out (>{timeout_s}s)" if _timeouts.seen else None)
+
+
+def _slow_chunk(pairs: list[tuple[str, str]], timeout_s: int) -> list[Verdict]:
+    return [slow_verdict(p, timeout_s) for p in pairs]
+
+
+class MathVerifier:
+    """Reward = correctness (0/1) + ``format_weight`` x format (0/1).
+
+    Items need ``response`` and ``reference`` (a bare answer or a solution with ``\\boxed{}``).
+    ``timeout_s`` bounds each math-verify parse and comparison; ``workers`` > 0 verifies in a process
+    pool of that size (0: in this process).
+    """
+
+    name = "math"
+    version = "1.0.0"
+
+    def __init__(
+        self,
+        format_weight: float = 0.1,
+        require_think: bool = False,
+        timeout_s: int = 5,
+        workers: int = 0,
+        cache_size: int = 100_000,
+    ) -> None:
+        if format_weight < 0:
+            raise ValueError("format_weight must be >= 0")
+        self.format_weight = format_weight
+        self.require_think = require_think
+        self.timeout_s = max(1, int(math.ceil(timeout_s)))
+        self.workers = workers
+        self._cache: LRUCache[tuple[str, str], Verdict] = LRUCache(cache_size)
+        self._pool: Executor | None = None
+
+    def verify(self, items: Sequence[Mapping[str, Any]]) -> list[Reward]:
+        prepared: list[tuple[str, str, dict[str, Any]] | Reward] = [self._prepare(item) for item in items]
+        pending = {
+            (p[0], p[1])
+            for p in prepared
+            if not isinstance(p, Reward) and (p[0], p[1]) not in self._cache
+        }
+        self._resolve(sorted(pending))  # sorted: a prompt's pairs land in one chunk, its reference parsed once
+        rewards: list[Reward] = []
+        for p in prepared:
+            if isinstance(p, Reward):
+                rewards.append(p)
+                continue
+            gold, answer, details = p
+            correct, error = self._cache[(gold, answer)]
+            details["correct"] = correct
+            if error:
+                details["error"] = error
+            score = float(correct) + self.format_weight * float(details["format_ok"])
+            rewards.append(Reward(score, details))
+        return rewards
+
+    def _prepare(self, item: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]] | Reward:
+        response, reference = item.get("response"), item.get("reference")
+        if not isinstance(response, str):
+            return Reward.error("item has no text `response`")
+        if reference is None or not str(reference).strip():
+            return Reward.error("item has no `reference` answer")
+        gold = reference_answer(str(reference))
+        ok, why = format_ok(response, require_think=self.require_think)
+        extraction = extract_answer(response)
+        details: dict[str, Any] = {
+            "reference": gold,
+            "answer": extraction.text if extraction else None,
+            "extracted_by": extraction.method if extraction else None,
+            "format_ok": ok,
+            "format": why,
+        }
+        if extraction is None:
+            self._cache[(gold, "")] = (False, None)
+            return gold, "", details
+        return gold, extraction.text, details
+
+    def _resolve(self, pairs: list[tuple[str, str]]) -> None:
+        slow: list[tuple[str, str]] = []
+        for gold, answer in pairs:
+            quick = fast_verdict(gold, answer) if answer else False
+            if quick is None:
+                slow.append((gold, answer))
+            else:
+                self._cache[(gold, answer)] = (quick, None)
+        if not slow:
+            return
+        if self.workers <= 0 or len(slow) < 2 * self.workers:
+            verdicts = _slow_chunk(slow, self.timeout_s)
+        else:
+            # A few chunks per worker balance uneven item costs without paying IPC per item.
+            size = max(1, len(slow) // (self.workers * 4))
+            chunks = [slow[i : i + size] for i in range(0, len(slow), size)]
+            pool = self._executor()
+            results = pool.map(_slow_chunk, chunks, [self.timeout_s] * len(chunks))
+            verdicts = [v for chunk in results for v in chunk]
+        for pair, verdict in zip(slow, verdicts, strict=True):
+            self._cache[pair] = verdict
+
+    def _executor(self) -> Executor:
+        if self._pool is None:
+            # fork: workers inherit the already-imported math-verify and SymPy instead of re-importing
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("fork"))
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> MathVerifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0))
