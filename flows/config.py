@@ -81,9 +81,18 @@ class TrainConfig(Section):
     eps_high: float = Field(0.28, description="DAPO clip-higher")
     updates_per_batch: int = Field(2, ge=1, description="off-policy updates per generated batch")
     dynamic_sampling: bool = True
+    max_sampling_rounds: int = Field(3, ge=1, description="dynamic sampling: generation rounds to refill a batch")
+    unified_mask: bool = Field(False, description="CISPO with the PPO trust-region token mask (paper Eq. 6-7)")
+    normalize_std: bool = Field(True, description="divide group-relative advantages by the group's reward std")
+    overlong_cache: int = Field(0, ge=0, description="DAPO soft overlong penalty over the window's last N tokens")
     grad_clip: float = 1.0
     batch_size: int = 16
     seed: int = 0
+    curriculum: str = Field("tiny", description="bundled curriculum name (tiny, m1) or path to a curriculum TOML")
+    init_from: str | None = Field(
+        None, description="HF checkpoint folder for the first stage; default: a fresh model with an SFT warm start"
+    )
+    checkpoint_every: int = Field(1, ge=0, description="save a resumable checkpoint every N RL steps (0: stage end)")
 
 
 class EvalConfig(Section):
