@@ -12,11 +12,11 @@ from statistics import mean
 
 import pytest
 
-from verifiers.logic import TASKS, LogicInstance
+from verifiers.logic import LOAD_ERRORS, TASKS, LogicInstance
 from verifiers.logic.verifier import LogicVerifier
 
 SEEDS = (0, 1)
-MEASURE_SEEDS = (0, 1, 2)
+MEASURE_SEEDS = SEEDS
 CASES = [(name, d) for name, task in sorted(TASKS.items()) for d in task.difficulties]
 IDS = [f"{name}-d{d}" for name, d in CASES]
 
@@ -28,6 +28,10 @@ def instance(name: str, difficulty: int, seed: int) -> LogicInstance:
 
 def wrap(answer: str) -> str:
     return f"<answer>{answer}</answer>"
+
+
+def test_every_task_module_imports():
+    assert not LOAD_ERRORS
 
 
 def test_registry_has_all_synlogic_scale_tasks():

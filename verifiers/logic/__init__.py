@@ -13,20 +13,27 @@ from verifiers.logic import tasks as _tasks_pkg
 from verifiers.logic.base import LogicInstance, LogicTask, extract_answer
 
 
-def _discover() -> dict[str, LogicTask]:
+def _discover() -> tuple[dict[str, LogicTask], dict[str, str]]:
+    """Import every task module. A module that fails to import is recorded in LOAD_ERRORS (and fails
+    the task tests) instead of taking every other task down with it."""
     found: dict[str, LogicTask] = {}
+    errors: dict[str, str] = {}
     for mod in sorted(pkgutil.iter_modules(_tasks_pkg.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{_tasks_pkg.__name__}.{mod.name}")
+        try:
+            module = importlib.import_module(f"{_tasks_pkg.__name__}.{mod.name}")
+        except Exception as exc:  # noqa: BLE001 - reported through LOAD_ERRORS
+            errors[mod.name] = f"{type(exc).__name__}: {exc}"
+            continue
         task = getattr(module, "TASK", None)
         if not isinstance(task, LogicTask):
             continue
         if task.name in found:
             raise RuntimeError(f"two logic tasks named {task.name!r} ({mod.name} and another module)")
         found[task.name] = task
-    return found
+    return found, errors
 
 
-TASKS: dict[str, LogicTask] = _discover()
+TASKS, LOAD_ERRORS = _discover()
 
 
 def get_task(name: str) -> LogicTask:
@@ -41,4 +48,4 @@ def get_task(name: str) -> LogicTask:
     raise KeyError(f"unknown logic task {name!r} (known: {known}; reasoning-gym datasets as rg_<name>)")
 
 
-__all__ = ["TASKS", "LogicInstance", "LogicTask", "extract_answer", "get_task"]
+__all__ = ["LOAD_ERRORS", "TASKS", "LogicInstance", "LogicTask", "extract_answer", "get_task"]

@@ -36,27 +36,30 @@ class SatModel:
     def add(self, clause: Iterable[Lit]) -> None:
         self.clauses.append(list(clause))
 
-    def _card(self, lits: Sequence[Lit], k: int, kind: str) -> None:
+    def _card(self, lits: Sequence[Lit], k: int, kind: str, guard: Lit | None) -> None:
+        """A cardinality constraint; with a guard literal it only holds when the guard is true (the
+        guard is then a clue that generators can switch on and off through assumptions)."""
         lits = list(lits)
+        off = [] if guard is None else [-guard]
         if kind == "most" and k >= len(lits):
             return
         if kind == "least" and k <= 0:
             return
         if k < 0 or k > len(lits):
-            self.add([])  # unsatisfiable: the caller asked for the impossible
+            self.add(off)  # unsatisfiable: the caller asked for the impossible
             return
         encode = {"most": CardEnc.atmost, "least": CardEnc.atleast, "equals": CardEnc.equals}[kind]
         enc = encode(lits=lits, bound=k, vpool=self.pool, encoding=EncType.seqcounter)
-        self.clauses.extend(enc.clauses)
+        self.clauses.extend([*off, *clause] for clause in enc.clauses)
 
-    def at_most(self, lits: Sequence[Lit], k: int) -> None:
-        self._card(lits, k, "most")
+    def at_most(self, lits: Sequence[Lit], k: int, guard: Lit | None = None) -> None:
+        self._card(lits, k, "most", guard)
 
-    def at_least(self, lits: Sequence[Lit], k: int) -> None:
-        self._card(lits, k, "least")
+    def at_least(self, lits: Sequence[Lit], k: int, guard: Lit | None = None) -> None:
+        self._card(lits, k, "least", guard)
 
-    def exactly(self, lits: Sequence[Lit], k: int) -> None:
-        self._card(lits, k, "equals")
+    def exactly(self, lits: Sequence[Lit], k: int, guard: Lit | None = None) -> None:
+        self._card(lits, k, "equals", guard)
 
     def one_hot(self, key: Hashable, values: Iterable[Hashable]) -> dict[Hashable, Lit]:
         """One variable per value, exactly one of them true."""
@@ -165,6 +168,21 @@ def reduce_clues(
         if session.count(over, assumptions, limit=2) == 1:
             active = trial
     return sorted(active)
+
+
+def reduce_in_phases(
+    session: SatSession,
+    over: Sequence[Lit],
+    phases: Sequence[Sequence[Sequence[Lit]]],
+    rng: random.Random,
+) -> list[list[int]]:
+    """Minimise several kinds of clue, the first kind first: e.g. remove given digits while every
+    inequality is still there, then remove inequalities. Returns the kept indices per phase."""
+    kept = [list(range(len(clues))) for clues in phases]
+    for p, clues in enumerate(phases):
+        others = [lit for q, other in enumerate(phases) if q != p for lit in assumptions_of(other, kept[q])]
+        kept[p] = reduce_clues(session, over, clues, rng, required=others)
+    return kept
 
 
 def assumptions_of(clues: Sequence[Sequence[Lit]], indices: Iterable[int]) -> list[Lit]:
