@@ -1,1 +1,48 @@
-"""m1-pipeline: sandboxes."""
+"""Isolated execution of untrusted programs behind one interface, with two backends:
+
+- ``process``: Linux namespaces (bubblewrap) + rlimits as a per-run unprivileged uid. Starts in
+  milliseconds; the default for reward verification.
+- ``docker``: a container per run on the local Docker engine (read-only rootfs, no network, no
+  capabilities, cgroup memory/pids limits). A stronger wall (seccomp, cgroups) at a higher start cost.
+
+    from sandboxes import Limits, get_sandbox
+    result = get_sandbox("process").run(["python3", "main.py"], files={"main.py": src}, stdin=b"1 2\\n")
+    result.status, result.stdout
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from sandboxes.base import Program, Sandbox
+from sandboxes.languages import LANGUAGES
+from sandboxes.limits import Limits, RunResult, Status
+from sandboxes.process import ProcessSandbox, SandboxUnavailable
+
+__all__ = [
+    "LANGUAGES",
+    "Limits",
+    "Program",
+    "RunResult",
+    "Sandbox",
+    "SandboxUnavailable",
+    "Status",
+    "get_sandbox",
+]
+
+_cache: dict[str, Sandbox] = {}
+
+
+def get_sandbox(backend: Literal["process", "docker"] = "process") -> Sandbox:
+    """The sandbox for a backend (one instance per process). Raises SandboxUnavailable with the fix
+    when the backend cannot run here (no bubblewrap, no Docker engine)."""
+    if backend not in _cache:
+        if backend == "process":
+            _cache[backend] = ProcessSandbox()
+        elif backend == "docker":
+            from sandboxes.container import DockerSandbox  # the docker SDK is only needed here
+
+            _cache[backend] = DockerSandbox()
+        else:
+            raise ValueError(f"unknown sandbox backend {backend!r}; use 'process' or 'docker'")
+    return _cache[backend]
