@@ -48,8 +48,8 @@ def parse_int_grid(text: str, rows: int, cols: int) -> list[list[int]]:
     return [[int(tok) for tok in row] for row in parse_grid(text, rows, cols, r"\d+")]
 
 
-def parse_binary_grid(text: str, rows: int, cols: int, on: str = "1#*X", off: str = "0.-_O") -> list[list[int]]:
-    """A grid of two symbols (1/0 by default, also '#'/'.', '*'/'-'); returns 1 for `on` cells."""
+def parse_binary_grid(text: str, rows: int, cols: int, on: str = "1#", off: str = "0.") -> list[list[int]]:
+    """A grid of two symbols (1/0, or '#'/'.'); returns 1 for `on` cells."""
     symbols = re.escape(on + off)
     grid = parse_grid(text, rows, cols, rf"(?i)[{symbols}]")
     return [[1 if tok.upper() in on.upper() else 0 for tok in row] for row in grid]
@@ -68,6 +68,11 @@ def parse_coords(text: str) -> list[Cell]:
     if len(numbers) % 2:
         raise ParseError(f"odd number of coordinates ({len(numbers)}): expected (row, column) pairs")
     return [(numbers[i], numbers[i + 1]) for i in range(0, len(numbers), 2)]
+
+
+def render_cells(cells: Sequence[Sequence[int]]) -> str:
+    """1-based (row, column) pairs as "(1, 2), (3, 4)"."""
+    return ", ".join(f"({r}, {c})" for r, c in cells)
 
 
 def render(grid: Sequence[Sequence[object]], sep: str = " ") -> str:
@@ -105,15 +110,17 @@ def grid_result(wrong: list, violations: list[str]) -> tuple[float, dict]:
     return (1.0 if ok else 0.0), details
 
 
-def random_regions(rng, rows: int, cols: int, seeds: Sequence[Cell]) -> list[list[int]]:
+def random_regions(rng, rows: int, cols: int, seeds: Sequence[Sequence[Cell]]) -> list[list[int]]:
     """Partition the grid into connected regions grown at random from the given seed cells
-    (region i contains seeds[i]); used by star placement, norinori and calcudoku-like layouts."""
+    (region i contains the cells seeds[i]); used by star placement and norinori."""
     region = [[-1] * cols for _ in range(rows)]
     frontier: list[tuple[Cell, int]] = []
-    for i, (r, c) in enumerate(seeds):
-        region[r][c] = i
-    for i, (r, c) in enumerate(seeds):
-        frontier += [((nr, nc), i) for nr, nc in neighbours(r, c, rows, cols)]
+    for i, cells in enumerate(seeds):
+        for r, c in cells:
+            region[r][c] = i
+    for i, cells in enumerate(seeds):
+        for r, c in cells:
+            frontier += [((nr, nc), i) for nr, nc in neighbours(r, c, rows, cols)]
     while frontier:
         (r, c), i = frontier.pop(rng.randrange(len(frontier)))
         if region[r][c] != -1:

@@ -142,6 +142,25 @@ class SatSession:
     def count(self, over: Sequence[Lit], assumptions: Sequence[Lit] = (), limit: int = 2) -> int:
         return len(self.solutions(over, assumptions, limit))
 
+    def random_solution(self, over: Sequence[Lit], rng: random.Random, assumptions: Sequence[Lit] = ()) -> set[int] | None:
+        """A solution steered by random decision phases, for generators that need a random valid grid."""
+        self.solver.set_phases([v if rng.random() < 0.5 else -v for v in over])
+        true = self._solve(assumptions)
+        return None if true is None else {v for v in over if v in true}
+
+    def pin_until_unique(
+        self, over: Sequence[Lit], solution: set[int], rng: random.Random, assumptions: Sequence[Lit] = ()
+    ) -> list[Lit]:
+        """Reveal cells of the intended solution (as extra assumption literals) where a rival solution
+        differs, until the intended one is the only one left. Returns the revealed literals."""
+        pinned: list[Lit] = []
+        while True:
+            rivals = [sol for sol in self.solutions(over, [*assumptions, *pinned], 2) if sol != solution]
+            if not rivals:
+                return pinned
+            v = rng.choice(sorted(solution ^ rivals[0]))
+            pinned.append(v if v in solution else -v)
+
     def stats(self) -> dict[str, int]:
         return dict(self.solver.accum_stats())
 

@@ -1,0 +1,103 @@
+"""Star Battle: place stars so each row, column and region holds exactly k, no two touching (not even
+diagonally). Regions are grown around a random valid star layout; layouts are redrawn until the solver
+proves the solution unique, and after a few draws the remaining ambiguity is settled by revealed stars."""
+
+from __future__ import annotations
+
+import random
+import string
+from typing import Any
+
+from verifiers.logic.binary import Grid, MarkedCellsTask
+from verifiers.logic.grids import KING, neighbours, random_regions, render
+from verifiers.logic.solvers import SatModel
+
+# level -> (size, stars per row/column/region); the rules and checker take any k, the generator draws k=1
+LEVELS = {1: (5, 1), 2: (6, 1), 3: (7, 1), 4: (8, 1), 5: (9, 1), 6: (10, 1)}
+DRAWS = 12
+
+
+def random_stars(rng: random.Random, n: int) -> list[tuple[int, int]]:
+    """One star per row and column, none touching: randomised backtracking row by row."""
+    cols: list[int] = []
+
+    def row(r: int) -> bool:
+        if r == n:
+            return True
+        for c in rng.sample(range(n), n):
+            if c not in cols and (not cols or abs(cols[-1] - c) > 1):
+                cols.append(c)
+                if row(r + 1):
+                    return True
+                cols.pop()
+        return False
+
+    row(0)
+    return list(enumerate(cols))
+
+
+class StarPlacement(MarkedCellsTask):
+    name = "star_placement"
+    description = "Star Battle: k stars in every row, column and region, no two stars touching."
+    levels = {d: f"{n}x{n} grid, {n} regions, {k} star(s) each" for d, (n, k) in LEVELS.items()}
+    answer_style = "coords"
+    mark = "star"
+
+    def generate(self, difficulty: int, seed: int):
+        rng = self.rng(difficulty, seed)
+        n, k = LEVELS[difficulty]
+        for draw in range(DRAWS):
+            stars = random_stars(rng, n)
+            sol: Grid = [[0] * n for _ in range(n)]
+            for r, c in stars:
+                sol[r][c] = 1
+            regions = random_regions(rng, n, n, [[star] for star in stars])
+            puzzle = {"rows": n, "cols": n, "k": k, "regions": regions, "given": [], "solution": sol}
+            if self.unique_or_pinned(puzzle, rng, last=draw == DRAWS - 1):
+                break
+        layout = render([[string.ascii_uppercase[v] for v in row] for row in regions])
+        prompt = (
+            f"Star Battle on a {n}x{n} grid divided into {n} regions (letters):\n\n{layout}\n\n"
+            f"Place stars so that every row, every column and every region contains exactly {k} star(s), and "
+            f"no two stars touch each other, not even diagonally.\n{self.given_text(puzzle)}"
+            + self.answer_format(puzzle)
+        )
+        return self.instance(difficulty, seed, prompt, puzzle)
+
+    def build(self, puzzle: dict[str, Any]):
+        n, k, regions = puzzle["rows"], puzzle["k"], puzzle["regions"]
+        m = SatModel()
+        cells = {(r, c): m.var("s", r, c) for r in range(n) for c in range(n)}
+        for i in range(n):
+            m.exactly([cells[i, c] for c in range(n)], k)
+            m.exactly([cells[r, i] for r in range(n)], k)
+            m.exactly([cells[r, c] for (r, c) in cells if regions[r][c] == i], k)
+        for (r, c), lit in cells.items():
+            for nb in neighbours(r, c, n, n, KING):
+                if nb > (r, c):
+                    m.add([-lit, -cells[nb]])
+        return m, cells, self.given_literals(puzzle, cells)
+
+    def violations(self, puzzle: dict[str, Any], grid: Grid) -> list[str]:
+        n, k, regions = puzzle["rows"], puzzle["k"], puzzle["regions"]
+        out = [f"row {i + 1} has {sum(grid[i])} stars" for i in range(n) if sum(grid[i]) != k]
+        out += [f"column {c + 1} has {sum(row[c] for row in grid)} stars" for c in range(n) if sum(row[c] for row in grid) != k]
+        for i in range(n):
+            got = sum(grid[r][c] for r in range(n) for c in range(n) if regions[r][c] == i)
+            if got != k:
+                out.append(f"region {string.ascii_uppercase[i]} has {got} stars")
+        out += [
+            f"stars at ({r + 1}, {c + 1}) and ({a + 1}, {b + 1}) touch"
+            for r in range(n)
+            for c in range(n)
+            if grid[r][c]
+            for a, b in neighbours(r, c, n, n, KING)
+            if (a, b) > (r, c) and grid[a][b]
+        ]
+        return out
+
+    def measure(self, puzzle: dict[str, Any]) -> float:
+        return puzzle["rows"] ** 2 - len(puzzle["given"])
+
+
+TASK = StarPlacement()
