@@ -72,21 +72,29 @@ class ZebraSolver:
                     changed = True
             for attr in range(self.m):  # all-different within each attribute
                 vs = range(attr * n, attr * n + n)
+                fixed = 0
                 for v in vs:
                     if _single(d[v]):
-                        for w in vs:
-                            if w != v and d[w] & d[v]:
-                                d[w] &= ~d[v]
-                                if not d[w]:
-                                    return False
-                                changed = True
-                for p in range(n):  # a house that only one value can take gets it
-                    bit = 1 << p
-                    holders = [v for v in vs if d[v] & bit]
-                    if not holders:
-                        return False
-                    if len(holders) == 1 and d[holders[0]] != bit:
-                        d[holders[0]] = bit
+                        if fixed & d[v]:
+                            return False
+                        fixed |= d[v]
+                once = twice = 0
+                for v in vs:
+                    if not _single(d[v]) and d[v] & fixed:
+                        d[v] &= ~fixed
+                        if not d[v]:
+                            return False
+                        changed = True
+                    twice |= once & d[v]
+                    once |= d[v]
+                if once != full:
+                    return False
+                hidden = once & ~twice & ~fixed  # a house that only one value can still take gets it
+                for v in vs:
+                    if d[v] & hidden and not _single(d[v]):
+                        d[v] &= hidden
+                        if not _single(d[v]):
+                            return False
                         changed = True
         return True
 
@@ -134,11 +142,19 @@ class ZebraPuzzle(LogicTask):
         values = [rng.sample(ATTRIBUTES[a], n) for a in attrs]
         # solution[v] = house of variable v; variable attr*n + i is value values[attr][i]
         solution = [p for attr in range(m) for p in rng.sample(range(n), n)]
-        clues: list[Clue] = []
-        while True:
-            clues.append(_random_clue(rng, solution, n, m))
-            if len(ZebraSolver(n, m, clues).count()) == 1:
-                break
+        # Shortest prefix of a random pool of true clues that makes the solution unique (binary search:
+        # uniqueness only improves as clues are added), then drop every clue the rest already imply.
+        pool = [_random_clue(rng, solution, n, m) for _ in range(8 * n * m)]
+        while len(ZebraSolver(n, m, pool).count()) > 1:  # rare: extend the pool until it pins the solution
+            pool += [_random_clue(rng, solution, n, m) for _ in range(n * m)]
+        lo, hi = 1, len(pool)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if len(ZebraSolver(n, m, pool[:mid]).count()) == 1:
+                hi = mid
+            else:
+                lo = mid + 1
+        clues = pool[:lo]
         for clue in list(reversed(clues)):  # minimise: drop clues that are not needed
             trial = [c for c in clues if c is not clue]
             if len(ZebraSolver(n, m, trial).count()) == 1:
