@@ -1,7 +1,124 @@
-"""`m1 logic ...` commands."""
+"""`m1 logic ...`: list the SynLogic-style tasks, generate items, calibrate difficulty bands."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.errors import InputError
 
 app = typer.Typer(no_args_is_help=True)
+
+
+def instance_seed(seed: int, index: int) -> int:
+    """Seed of the index-th instance of a batch: batches with different --seed never share instances."""
+    return seed * 1_000_000 + index
+
+
+def _task(name: str):
+    from verifiers.logic import get_task
+
+    try:
+        return get_task(name)
+    except (KeyError, ImportError) as exc:
+        raise InputError(f"--task: {exc.args[0] if exc.args else exc}") from None
+
+
+@app.command("list")
+def list_tasks(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
+    """Every logic task: name, difficulty range, description (and import errors of broken task modules)."""
+    from verifiers.logic import LOAD_ERRORS, TASKS
+
+    rows = [
+        {"name": t.name, "min_difficulty": t.difficulties[0], "max_difficulty": t.difficulties[-1],
+         "levels": {str(d): text for d, text in sorted(t.levels.items())}, "description": t.description}
+        for t in TASKS.values()
+    ]
+    if as_json:
+        typer.echo(json.dumps({"tasks": rows, "load_errors": LOAD_ERRORS}, indent=2))
+        return
+    table = Table(title=f"{len(rows)} logic tasks")
+    for col in ("name", "difficulty", "description"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(row["name"], f"{row['min_difficulty']}..{row['max_difficulty']}", row["description"])
+    console = Console()
+    console.print(table)
+    for module, error in LOAD_ERRORS.items():
+        console.print(f"[red]task module {module} failed to import: {error}[/]", highlight=False)
+
+
+@app.command("generate")
+def generate(
+    task: Annotated[str, typer.Option("--task", "-t", help="Task name (see `m1 logic list`).")],
+    difficulty: Annotated[int, typer.Option("--difficulty", "-d", help="Difficulty level of the task.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file of canonical RL items.")],
+    n: Annotated[int, typer.Option("--n", "-n", min=1, help="Number of instances.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Batch seed: same seed, same bytes.")] = 0,
+) -> None:
+    """Generate N instances as canonical RL items (the same seed gives byte-identical output)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flows.atomic import atomic_path
+
+    logic_task = _task(task)
+    if difficulty not in logic_task.levels:
+        raise InputError(
+            f"--difficulty {difficulty}: {task} has levels {logic_task.difficulties[0]}..{logic_task.difficulties[-1]}"
+        )
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    console = Console(stderr=True)
+    with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8") as out, Progress(
+        *columns, console=console, transient=True
+    ) as progress:
+        bar = progress.add_task(f"{task} d{difficulty}", total=n)
+        for i in range(n):
+            inst = logic_task.generate(difficulty, instance_seed(seed, i))
+            out.write(json.dumps(inst.to_item(i), ensure_ascii=False) + "\n")
+            progress.advance(bar)
+    console.print(f"[bold]{output}[/]: {n} {task} items at difficulty {difficulty}", highlight=False)
+
+
+@app.command("calibrate")
+def calibrate(
+    endpoint: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")] = None,
+    model: Annotated[str, typer.Option(help="Model name sent to the endpoint.")] = "default",
+    checkpoint: Annotated[Path | None, typer.Option(help="m1model checkpoint folder (instead of --endpoint).")] = None,
+    k: Annotated[int, typer.Option(min=1, help="Samples per instance (pass@k).")] = 4,
+    instances: Annotated[int, typer.Option(min=1, help="Instances per task and difficulty.")] = 4,
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated task names (default: all).")] = None,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Generation budget per sample.")] = 2048,
+    temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
+    seed: Annotated[int, typer.Option(min=0)] = 0,
+) -> None:
+    """Estimate pass@k per task and difficulty for a policy and store each task's training band."""
+    from flows.logic_calibration import CalibrationParams, PolicySpec, logic_calibration
+
+    if (endpoint is None) == (checkpoint is None):
+        raise InputError("give exactly one of --endpoint or --checkpoint")
+    if checkpoint is not None and not (checkpoint / "config.json").is_file():
+        raise InputError(f"{checkpoint}: not a checkpoint folder (no config.json)")
+    names = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    for name in names or []:
+        _task(name)
+    policy = PolicySpec(
+        kind="endpoint" if endpoint else "checkpoint",
+        endpoint=endpoint,
+        model=model,
+        checkpoint=str(checkpoint) if checkpoint else None,
+        max_tokens=max_tokens,
+        temperature=temperature,
+    )
+    result = logic_calibration(policy, CalibrationParams(tasks=names, k=k, instances=instances, seed=seed))
+    table = Table(title="training bands")
+    for col in ("task", "band", "why"):
+        table.add_column(col)
+    for name, band in sorted(result["bands"].items()):
+        table.add_row(name, f"{band['low']}..{band['high']}" if band["low"] is not None else "-", band["reason"])
+    Console().print(table)
+    Console().print(f"bands: {result['bands_path']}\nheat map: {result['heatmap_path']}", highlight=False)
