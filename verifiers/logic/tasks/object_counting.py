@@ -1,0 +1,145 @@
+"""Object counting: a chatty inventory of things ("two violins, a goat, ...", later with things given
+away or bought); count the items of one category."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+
+# category -> (singular, plural)
+ITEMS: dict[str, list[tuple[str, str]]] = {
+    "animals": [
+        ("dog", "dogs"),
+        ("cat", "cats"),
+        ("rabbit", "rabbits"),
+        ("goat", "goats"),
+        ("cow", "cows"),
+        ("pig", "pigs"),
+        ("duck", "ducks"),
+        ("snake", "snakes"),
+        ("mouse", "mice"),
+        ("donkey", "donkeys"),
+        ("frog", "frogs"),
+        ("chicken", "chickens"),
+    ],
+    "fruits": [
+        ("apple", "apples"),
+        ("banana", "bananas"),
+        ("peach", "peaches"),
+        ("plum", "plums"),
+        ("orange", "oranges"),
+        ("strawberry", "strawberries"),
+        ("nectarine", "nectarines"),
+        ("blackberry", "blackberries"),
+        ("grape", "grapes"),
+    ],
+    "vegetables": [
+        ("carrot", "carrots"),
+        ("potato", "potatoes"),
+        ("onion", "onions"),
+        ("cabbage", "cabbages"),
+        ("cauliflower", "cauliflowers"),
+        ("yam", "yams"),
+        ("turnip", "turnips"),
+        ("radish", "radishes"),
+    ],
+    "musical instruments": [
+        ("piano", "pianos"),
+        ("flute", "flutes"),
+        ("violin", "violins"),
+        ("drum", "drums"),
+        ("trumpet", "trumpets"),
+        ("clarinet", "clarinets"),
+        ("trombone", "trombones"),
+        ("accordion", "accordions"),
+    ],
+}
+NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+
+
+def amount(k: int, item: tuple[str, str]) -> str:
+    if k == 1:
+        article = "an" if item[0][0] in "aeiou" else "a"
+        return f"{article} {item[0]}"
+    return f"{NUMBER_WORDS[k]} {item[1]}"
+
+
+class ObjectCounting(LogicTask):
+    name = "object_counting"
+    description = "Count the items of one category in a described collection (with changes later on)."
+    levels = {
+        1: "3 kinds of item, up to 2 each",
+        2: "5 kinds, up to 3 each",
+        3: "7 kinds, up to 4 each",
+        4: "9 kinds, up to 4 each, 1 change",
+        5: "11 kinds, up to 5 each, 2 changes",
+        6: "14 kinds, up to 5 each, 4 changes",
+    }
+    sizes = {1: (3, 2, 0), 2: (5, 3, 0), 3: (7, 4, 0), 4: (9, 4, 1), 5: (11, 5, 2), 6: (14, 5, 4)}
+
+    def generate(self, difficulty: int, seed: int) -> LogicInstance:
+        self.check_difficulty(difficulty)
+        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        kinds, most, changes = self.sizes[difficulty]
+        category = rng.choice(sorted(ITEMS))
+        pool = [(c, it) for c in sorted(ITEMS) for it in ITEMS[c]]
+        chosen = [(category, rng.choice(ITEMS[category]))]
+        chosen += rng.sample([x for x in pool if x not in chosen], kinds - 1)
+        rng.shuffle(chosen)
+        counts = {it: rng.randint(1, most) for _, it in chosen}
+        text = (
+            "I have "
+            + ", ".join(amount(counts[it], it) for _, it in chosen[:-1])
+            + f", and {amount(counts[chosen[-1][1]], chosen[-1][1])}."
+        )
+        events = []
+        for _ in range(changes):
+            _, it = rng.choice(chosen)
+            if counts[it] > 1 and rng.random() < 0.5:
+                k = rng.randint(1, counts[it] - 1)
+                counts[it] -= k
+                events.append(f"Then I gave away {NUMBER_WORDS[k]} of the {it[1]}.")
+            else:
+                k = rng.randint(1, 3)
+                counts[it] += k
+                events.append(
+                    f"Then I got {amount(k, it).replace('a ', 'another ', 1) if k == 1 else NUMBER_WORDS[k] + ' more ' + it[1]}."
+                )
+        total = sum(counts[it] for c, it in chosen if c == category)
+        prompt = (
+            f"{text} {' '.join(events)}".strip()
+            + f"\n\nHow many {category} do I have now? Give the number. {ANSWER_FORMAT} Example: <answer>5</answer>"
+        )
+        puzzle = {"category": category, "kinds": kinds, "changes": changes, "count": total}
+        return LogicInstance(self.name, difficulty, seed, prompt, str(total), puzzle)
+
+    def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
+        got = parse_count(answer)
+        if got is None:
+            return 0.0, {"error": "parse error: expected one number"}
+        if got == puzzle["count"]:
+            return 1.0, {"correct": True}
+        return 0.0, {"correct": False, "expected": puzzle["count"], "got": got}
+
+    def measure(self, puzzle: dict[str, Any]) -> float:
+        return float(puzzle["kinds"] + 2 * puzzle["changes"])
+
+    def corrupt(self, instance: LogicInstance, seed: int) -> str:
+        return str(int(instance.answer) + random.Random(seed).choice([-1, 1]))
+
+
+def parse_count(answer: str) -> int | None:
+    """One integer, as digits or an English number word up to twenty."""
+    digits = re.findall(r"\d+", answer)
+    if len(digits) == 1:
+        return int(digits[0])
+    if digits:
+        return None
+    words = [w for w in re.findall(r"[a-z]+", answer.lower()) if w in NUMBER_WORDS]
+    return NUMBER_WORDS.index(words[0]) if len(words) == 1 else None
+
+
+TASK = ObjectCounting()
