@@ -20,6 +20,13 @@ Padding: callers zero k and v at padded positions. A zero k_t^T v_t adds nothing
 so with left padding the state stays exactly zero through the pads and the real tokens see
 exactly what an unpadded sequence would. (Right padding leaves the outputs of real tokens
 exact too; only the final state has decayed over the pads.)
+
+Fused log-probabilities (`kernels.logprobs`), the FP32 LM head of RL training without the
+[tokens x vocab] FP32 matrix:
+
+    selective_log_softmax(hidden, weight, labels, bias=None, chunk_size=1024,
+                          vocab_chunk_size=16384, return_entropy=False) -> logp [, entropy]
+    selective_log_softmax_from_logits(logits, labels, chunk_size=1024) -> logp
 """
 
 from kernels.lightning import (
@@ -29,11 +36,15 @@ from kernels.lightning import (
     lightning_attn_naive,
     lightning_attn_triton,
 )
+from kernels.logprobs import IGNORE_INDEX, selective_log_softmax, selective_log_softmax_from_logits
 
 __all__ = [
+    "IGNORE_INDEX",
     "lightning_attention",
     "lightning_attn_chunked",
     "lightning_attn_decode",
     "lightning_attn_naive",
     "lightning_attn_triton",
+    "selective_log_softmax",
+    "selective_log_softmax_from_logits",
 ]

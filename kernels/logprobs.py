@@ -1,0 +1,217 @@
+"""Log-probabilities of chosen tokens, computed in FP32 a block at a time.
+
+RL losses need log pi(label) for every generated token: a [tokens x vocab] softmax that, in FP32
+(the paper's precision fix for the LM head), is the largest tensor of a training step: 8K tokens x
+200K vocab is 6.5 GB. Here the head runs over blocks of tokens and of the vocabulary with an online
+log-sum-exp, and the backward pass recomputes each block from the saved per-token log-sum-exp, so
+nothing larger than [token_chunk x vocab_chunk] is ever alive in FP32.
+
+    d logp_i / d z_ij = [j == label_i] - p_ij
+    d H_i    / d z_ij = -p_ij (log p_ij + H_i)            (H_i the per-token entropy)
+"""
+
+from __future__ import annotations
+
+import torch
+
+IGNORE_INDEX = -100
+
+
+def _blocks(n: int, size: int) -> list[tuple[int, int]]:
+    return [(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+def _acc(x: torch.Tensor) -> torch.dtype:
+    """FP32, or FP64 for float64 inputs (so gradcheck can run)."""
+    return torch.promote_types(x.dtype, torch.float32)
+
+
+def _logits(hidden, weight, bias, rows, cols):
+    """One FP32 block of hidden @ weight^T (+ bias)."""
+    acc = _acc(hidden)
+    z = hidden[rows[0] : rows[1]].to(acc) @ weight[cols[0] : cols[1]].to(acc).T
+    if bias is not None:
+        z = z + bias[cols[0] : cols[1]].to(acc)
+    return z
+
+
+class _SelectiveLogSoftmaxFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, labels, chunk_size: int, vocab_chunk_size: int):  # type: ignore[override]
+        n, V = hidden.shape[0], weight.shape[0]
+        dev, acc = hidden.device, _acc(hidden)
+        logp = torch.zeros(n, dtype=acc, device=dev)
+        lse = torch.empty(n, dtype=acc, device=dev)
+        entropy = torch.empty(n, dtype=acc, device=dev)
+        valid = labels != IGNORE_INDEX
+        for rows in _blocks(n, chunk_size):
+            m = torch.full((rows[1] - rows[0],), -torch.inf, dtype=acc, device=dev)
+            sum_exp = torch.zeros_like(m)  # sum exp(z - m)
+            sum_exp_z = torch.zeros_like(m)  # sum exp(z - m) * z, for the entropy
+            label = labels[rows[0] : rows[1]]
+            picked = torch.zeros_like(m)
+            for cols in _blocks(V, vocab_chunk_size):
+                z = _logits(hidden, weight, bias, rows, cols)
+                m_new = torch.maximum(m, z.amax(dim=1))
+                rescale = torch.exp(m - m_new)
+                e = torch.exp(z - m_new[:, None])
+                sum_exp = sum_exp * rescale + e.sum(1)
+                sum_exp_z = sum_exp_z * rescale + (e * z).sum(1)
+                m = m_new
+                inside = (label >= cols[0]) & (label < cols[1])
+                local = (label - cols[0]).clamp(0, cols[1] - cols[0] - 1)
+                picked = torch.where(inside, z.gather(1, local[:, None])[:, 0], picked)
+            block_lse = m + torch.log(sum_exp)
+            lse[rows[0] : rows[1]] = block_lse
+            entropy[rows[0] : rows[1]] = block_lse - sum_exp_z / sum_exp
+            logp[rows[0] : rows[1]] = picked - block_lse
+        logp = torch.where(valid, logp, 0.0)
+        entropy = torch.where(valid, entropy, 0.0)
+        ctx.save_for_backward(hidden, weight, bias, labels, lse, entropy)
+        ctx.chunks = (chunk_size, vocab_chunk_size)
+        ctx.set_materialize_grads(False)  # an unused entropy output costs nothing in backward
+        return logp, entropy
+
+    @staticmethod
+    def backward(ctx, d_logp, d_entropy):  # type: ignore[override]
+        hidden, weight, bias, labels, lse, entropy = ctx.saved_tensors
+        chunk_size, vocab_chunk_size = ctx.chunks
+        n, V = hidden.shape[0], weight.shape[0]
+        valid = labels != IGNORE_INDEX
+        acc = lse.dtype
+        d_logp = torch.zeros_like(lse) if d_logp is None else torch.where(valid, d_logp.to(acc), 0.0)
+        d_ent = None if d_entropy is None else torch.where(valid, d_entropy.to(acc), 0.0)
+        need_h, need_w, need_b = ctx.needs_input_grad[:3]
+        d_hidden = torch.zeros(hidden.shape, dtype=acc, device=hidden.device) if need_h else None
+        d_weight = torch.zeros(weight.shape, dtype=acc, device=weight.device) if need_w else None
+        d_bias = torch.zeros(V, dtype=acc, device=weight.device) if need_b else None
+        for rows in _blocks(n, chunk_size):
+            r0, r1 = rows
+            label = labels[r0:r1]
+            for cols in _blocks(V, vocab_chunk_size):
+                c0, c1 = cols
+                z = _logits(hidden, weight, bias, rows, cols)
+                logp_block = z - lse[r0:r1, None]
+                p = torch.exp(logp_block)
+                dz = -p * d_logp[r0:r1, None]
+                inside = (label >= c0) & (label < c1) & valid[r0:r1]
+                idx = inside.nonzero()[:, 0]
+                dz[idx, label[idx] - c0] += d_logp[r0:r1][idx]
+                if d_ent is not None:
+                    dz -= p * (logp_block + entropy[r0:r1, None]) * d_ent[r0:r1, None]
+                if need_h:
+                    d_hidden[r0:r1] += dz @ weight[c0:c1].to(acc)
+                if need_w:
+                    d_weight[c0:c1] += dz.T @ hidden[r0:r1].to(acc)
+                if need_b:
+                    d_bias[c0:c1] += dz.sum(0)
+        return (
+            d_hidden.to(hidden.dtype) if need_h else None,
+            d_weight.to(weight.dtype) if need_w else None,
+            d_bias.to(bias.dtype) if need_b else None,
+            None,
+            None,
+            None,
+        )
+
+
+def selective_log_softmax(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    labels: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    chunk_size: int = 1024,
+    vocab_chunk_size: int = 16384,
+    return_entropy: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """log softmax(hidden @ weight^T + bias)[label] per token in float32 (float64 for float64 inputs),
+    without ever holding the full logits.
+
+    hidden: [..., D]; weight: [V, D] (the LM head); labels: [...] token ids, IGNORE_INDEX (-100)
+    gives 0 there and no gradient. Differentiable w.r.t. hidden, weight and bias. With
+    return_entropy, also the per-token entropy of the distribution (differentiable too), which RL
+    runs watch for collapse. Peak extra memory: [chunk_size x vocab_chunk_size] FP32 blocks.
+    """
+    if hidden.shape[:-1] != labels.shape:
+        raise ValueError(
+            f"labels must be hidden's leading shape {tuple(hidden.shape[:-1])}; got {tuple(labels.shape)}"
+        )
+    if weight.dim() != 2 or weight.shape[1] != hidden.shape[-1]:
+        raise ValueError(f"weight must be [V, {hidden.shape[-1]}]; got {tuple(weight.shape)}")
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise ValueError(f"bias must be [{weight.shape[0]}]; got {tuple(bias.shape)}")
+    if chunk_size < 1 or vocab_chunk_size < 1:
+        raise ValueError(f"chunk sizes must be >= 1; got {chunk_size}, {vocab_chunk_size}")
+    _check_labels(labels, weight.shape[0])
+    logp, entropy = _SelectiveLogSoftmaxFn.apply(
+        hidden.reshape(-1, hidden.shape[-1]),
+        weight,
+        bias,
+        labels.reshape(-1).long(),
+        chunk_size,
+        vocab_chunk_size,
+    )
+    logp, entropy = logp.reshape(labels.shape), entropy.reshape(labels.shape)
+    return (logp, entropy) if return_entropy else logp
+
+
+class _LogitsLogSoftmaxFn(torch.autograd.Function):
+    """The same from logits that already exist (e.g. bf16 from a model): FP32 per token chunk."""
+
+    @staticmethod
+    def forward(ctx, logits, labels, chunk_size: int):  # type: ignore[override]
+        n = logits.shape[0]
+        logp = torch.zeros(n, dtype=_acc(logits), device=logits.device)
+        lse = torch.empty_like(logp)
+        valid = labels != IGNORE_INDEX
+        safe = torch.where(valid, labels, 0)
+        for r0, r1 in _blocks(n, chunk_size):
+            z = logits[r0:r1].to(logp.dtype)
+            m = z.amax(dim=1, keepdim=True)  # amax + exp beats torch.logsumexp several-fold on CPU
+            lse[r0:r1] = (m + torch.log(torch.exp(z - m).sum(1, keepdim=True)))[:, 0]
+            logp[r0:r1] = z.gather(1, safe[r0:r1, None])[:, 0] - lse[r0:r1]
+        ctx.save_for_backward(logits, labels, lse)
+        ctx.chunk_size = chunk_size
+        return torch.where(valid, logp, 0.0)
+
+    @staticmethod
+    def backward(ctx, d_logp):  # type: ignore[override]
+        logits, labels, lse = ctx.saved_tensors
+        valid = labels != IGNORE_INDEX
+        d_logp = torch.where(valid, d_logp.to(lse.dtype), 0.0)
+        safe = torch.where(valid, labels, 0)
+        d_logits = torch.empty_like(logits)
+        for r0, r1 in _blocks(logits.shape[0], ctx.chunk_size):
+            dz = -torch.exp(logits[r0:r1].to(lse.dtype) - lse[r0:r1, None]) * d_logp[r0:r1, None]
+            dz.scatter_add_(1, safe[r0:r1, None], d_logp[r0:r1, None])
+            d_logits[r0:r1] = dz.to(logits.dtype)
+        return d_logits, None, None
+
+
+def selective_log_softmax_from_logits(
+    logits: torch.Tensor, labels: torch.Tensor, chunk_size: int = 1024
+) -> torch.Tensor:
+    """log_softmax(logits)[label] per token in float32 (float64 for float64 logits), never holding
+    more than chunk_size FP32 rows.
+
+    logits: [..., V] in any float dtype; labels: [...]; IGNORE_INDEX (-100) gives 0 and no gradient.
+    """
+    if logits.shape[:-1] != labels.shape:
+        raise ValueError(
+            f"labels must be logits' leading shape {tuple(logits.shape[:-1])}; got {tuple(labels.shape)}"
+        )
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
+    _check_labels(labels, logits.shape[-1])
+    logp = _LogitsLogSoftmaxFn.apply(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).long(), chunk_size
+    )
+    return logp.reshape(labels.shape)
+
+
+def _check_labels(labels: torch.Tensor, V: int) -> None:
+    if labels.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"labels must be integer token ids; got {labels.dtype}")
+    bad = (labels != IGNORE_INDEX) & ((labels < 0) | (labels >= V))
+    if bool(bad.any()):
+        raise ValueError(f"labels must be in [0, {V}) or {IGNORE_INDEX}; got {labels[bad][0].item()}")
