@@ -37,8 +37,7 @@ class CipherTask(LogicTask):
         return 1
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         n_words, key_size = self.sizes[difficulty]
         plain = sentence(rng, n_words).upper()
         if not self.keeps_spaces:

@@ -54,8 +54,7 @@ class BitManipulation(LogicTask):
     sizes = {1: (4, 2), 2: (6, 3), 3: (8, 4), 4: (8, 6), 5: (12, 8), 6: (16, 10)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         width, count = self.sizes[difficulty]
         x = start = rng.getrandbits(width)
         ops: list[list[Any]] = []

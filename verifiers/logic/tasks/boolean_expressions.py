@@ -55,8 +55,7 @@ class BooleanExpressions(LogicTask):
     sizes = {1: (3, 2), 2: (4, 3), 3: (4, 5), 4: (5, 7), 5: (6, 9), 6: (6, 12)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         count, ops = self.sizes[difficulty]
         while True:
             exprs = [random_expr(rng, ops) for _ in range(count)]

@@ -27,8 +27,7 @@ class BooleanSat(LogicTask):
     sizes = {1: (4, 3.0), 2: (6, 3.5), 3: (8, 4.0), 4: (10, 4.2), 5: (13, 4.2), 6: (16, 4.3)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         n, ratio = self.sizes[difficulty]
         hidden = {v: rng.random() < 0.5 for v in range(1, n + 1)}
 

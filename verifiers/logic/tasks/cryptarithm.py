@@ -106,8 +106,7 @@ class Cryptarithm(LogicTask):
     sizes = {1: (2, 2), 2: (2, 3), 3: (2, 4), 4: (2, 5), 5: (2, 6), 6: (3, 5)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         count, digits = self.sizes[difficulty]
         # Small sums rarely have a unique assignment: of a few draws keep the one that needs the fewest
         # revealed letters (hints) before the solver proves the rest unique.
@@ -171,6 +170,9 @@ class Cryptarithm(LogicTask):
                 "right": value(puzzle["result"]),
             }
         return 1.0, {"correct": True}
+
+    def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
+        return len(solve(puzzle["addends"], puzzle["result"], puzzle["hints"], limit)[0])
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(sum(map(len, puzzle["addends"])) + len(puzzle["result"]))

@@ -24,8 +24,7 @@ class DyckLanguage(LogicTask):
     sizes = {1: (8, 1, 3), 2: (12, 2, 4), 3: (18, 3, 5), 4: (24, 4, 6), 5: (32, 4, 8), 6: (44, 4, 10)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         length, types, depth = self.sizes[difficulty]
         word = random_dyck(rng, length, types, depth)
         # cut where at least two brackets (one at level 1) are open, as late as possible on average

@@ -26,8 +26,7 @@ class DyckLanguageErrors(LogicTask):
     sizes = {1: (10, 2, 3), 2: (16, 3, 4), 3: (24, 4, 5), 4: (32, 4, 7), 5: (44, 4, 9), 6: (60, 4, 12)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         length, types, depth = self.sizes[difficulty]
         word = list(random_dyck(rng, length, types, depth))
         kinds = CLOSE[:types]

@@ -28,8 +28,7 @@ class GameOf24(LogicTask):
     sizes = {1: (4, 6), 2: (4, 9), 3: (4, 13), 4: (5, 13), 5: (5, 20), 6: (6, 25)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         count, top = self.sizes[difficulty]
         while True:  # most draws are solvable; the solver proves it
             numbers = sorted(rng.randint(1, top) for _ in range(count))

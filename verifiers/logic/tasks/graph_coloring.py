@@ -31,8 +31,7 @@ class GraphColoring(LogicTask):
     }
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         n, k, p = self.sizes[difficulty]
         colour = {v: (v - 1) % k + 1 for v in range(1, n + 1)}  # balanced classes, then shuffled
         values = list(colour.values())

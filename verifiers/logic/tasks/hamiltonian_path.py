@@ -24,8 +24,7 @@ class HamiltonianPath(LogicTask):
     sizes = {1: (5, 2), 2: (7, 4), 3: (9, 6), 4: (11, 9), 5: (13, 12), 6: (16, 16)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         n, extra = self.sizes[difficulty]
         path = rng.sample(range(1, n + 1), n)
         edges = {(min(a, b), max(a, b)) for a, b in zip(path, path[1:], strict=False)}

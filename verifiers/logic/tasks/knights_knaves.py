@@ -94,8 +94,7 @@ class KnightsKnaves(LogicTask):
     sizes = {1: 2, 2: 3, 3: 4, 4: 5, 5: 6, 6: 7}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         n = self.sizes[difficulty]
         names = rng.sample(NAMES, n)
         while True:
@@ -127,6 +126,9 @@ class KnightsKnaves(LogicTask):
             if got[name] != truth:
                 return 0.0, {"correct": False, "reason": "wrong role", "name": name}
         return 1.0, {"correct": True}
+
+    def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
+        return min(limit, len(consistent(puzzle["statements"], len(puzzle["names"]))))
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(2 ** len(puzzle["names"]))  # assignments the solver enumerates

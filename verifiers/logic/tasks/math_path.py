@@ -33,8 +33,7 @@ class MathPath(LogicTask):
     }
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         count, blanks, ops = self.sizes[difficulty]
         while True:
             operands = [rng.randint(1, 9) for _ in range(count)]

@@ -24,8 +24,7 @@ class Mathador(LogicTask):
     DICE = (4, 6, 8, 12, 20)
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         count, top, max_target = self.sizes[difficulty]
         while True:
             if top:

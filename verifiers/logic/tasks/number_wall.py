@@ -23,6 +23,11 @@ def build_wall(bottom: list[int]) -> list[list[int]]:
     return rows
 
 
+def _brick_row(r: int, i: int, width: int) -> list[int]:
+    """Brick i of row r (from the bottom) as a combination of the bottom row: binomial coefficients."""
+    return [comb(r, j - i) if 0 <= j - i <= r else 0 for j in range(width)]
+
+
 class NumberWall(LogicTask):
     name = "number_wall"
     description = "Complete an addition pyramid where each brick is the sum of the two below it."
@@ -37,8 +42,7 @@ class NumberWall(LogicTask):
     sizes = {1: (3, 9), 2: (4, 9), 3: (5, 12), 4: (6, 15), 5: (7, 20), 6: (8, 20)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         width, top = self.sizes[difficulty]
         bottom = [rng.randint(1, top) for _ in range(width)]
         wall = build_wall(bottom)
@@ -47,7 +51,7 @@ class NumberWall(LogicTask):
         given: list[tuple[int, int]] = []
         rows: list[list[int]] = []
         for r, i in cells:  # reveal bricks that add information until the bottom row is determined
-            row = [comb(r, j - i) if 0 <= j - i <= r else 0 for j in range(width)]
+            row = _brick_row(r, i, width)
             if np.linalg.matrix_rank(np.array(rows + [row], dtype=float)) > len(rows):
                 rows.append(row)
                 given.append((r, i))
@@ -96,6 +100,17 @@ class NumberWall(LogicTask):
                         "got": wall[r][i],
                     }
         return 1.0, {"correct": True}
+
+    def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
+        """1 when the given bricks pin down the bottom row (full rank), else infinitely many (limit)."""
+        width = puzzle["width"]
+        rows = [
+            _brick_row(r, i, width)
+            for r in range(width)
+            for i, v in enumerate(puzzle["shown"][r])
+            if v is not None
+        ]
+        return 1 if np.linalg.matrix_rank(np.array(rows, dtype=float)) == width else limit
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(sum(v is None for row in puzzle["shown"] for v in row))

@@ -81,8 +81,7 @@ class ObjectCounting(LogicTask):
     sizes = {1: (3, 2, 0), 2: (5, 3, 0), 3: (7, 4, 0), 4: (9, 4, 1), 5: (11, 5, 2), 6: (14, 5, 4)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         kinds, most, changes = self.sizes[difficulty]
         category = rng.choice(sorted(ITEMS))
         pool = [(c, it) for c in sorted(ITEMS) for it in ITEMS[c]]

@@ -26,8 +26,7 @@ class ShortestPath(LogicTask):
     sizes = {1: (5, 7), 2: (7, 11), 3: (10, 16), 4: (14, 24), 5: (18, 32), 6: (24, 44)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         n, m = self.sizes[difficulty]
         while True:
             edges = [[a, b, rng.randint(1, 9)] for a, b in random_connected_edges(rng, n, m)]

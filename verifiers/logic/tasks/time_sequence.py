@@ -39,8 +39,7 @@ class TimeSequence(LogicTask):
     sizes = {1: (2, 2, 30), 2: (3, 2, 30), 3: (3, 3, 15), 4: (4, 3, 15), 5: (5, 4, 5), 6: (6, 4, 5)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         people, slots, step = self.sizes[difficulty]
         names = rng.sample(NAMES, people)
         while True:

@@ -51,8 +51,7 @@ class WebOfLies(LogicTask):
     sizes = {1: (3, 0), 2: (4, 0), 3: (5, 1), 4: (6, 2), 5: (7, 2), 6: (8, 3)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         n, extra = self.sizes[difficulty]
         names = rng.sample(NAMES, n)
         places = rng.sample(PLACES, n)
@@ -132,6 +131,9 @@ class WebOfLies(LogicTask):
                     "place": puzzle["places"][puzzle["asked"][k]],
                 }
         return 1.0, {"correct": True}
+
+    def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
+        return min(limit, len(consistent(puzzle["anchor"], puzzle["statements"], len(puzzle["places"]))))
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(2 ** len(puzzle["places"]))

@@ -48,8 +48,7 @@ class WordSorting(LogicTask):
     }
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         count, clustered, either = self.sizes[difficulty]
         words = pick_words(rng, count, clustered)
         descending = either and rng.random() < 0.5

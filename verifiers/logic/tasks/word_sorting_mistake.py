@@ -26,8 +26,7 @@ class WordSortingMistake(LogicTask):
     sizes = {1: (4, False), 2: (6, False), 3: (8, True), 4: (10, True), 5: (13, True), 6: (16, True)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         count, clustered = self.sizes[difficulty]
         words = pick_words(rng, count, clustered)
         mistake = rng.randint(2, count) if rng.random() < 0.8 else 0

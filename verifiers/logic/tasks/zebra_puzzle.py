@@ -135,8 +135,7 @@ class ZebraPuzzle(LogicTask):
     sizes = {1: (3, 2), 2: (3, 3), 3: (4, 3), 4: (4, 4), 5: (5, 4), 6: (5, 5), 7: (6, 5)}
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
-        self.check_difficulty(difficulty)
-        rng = random.Random(f"{self.name}:{difficulty}:{seed}")
+        rng = self.rng(difficulty, seed)
         n, m = self.sizes[difficulty]
         attrs = ["owner", *rng.sample([a for a in ATTRIBUTES if a != "owner"], m - 1)]
         values = [rng.sample(ATTRIBUTES[a], n) for a in attrs]
@@ -201,6 +200,10 @@ class ZebraPuzzle(LogicTask):
                 if got[0] != want.lower():
                     return 0.0, {"correct": False, "house": p + 1, "attribute": attrs[a], "got": got[0]}
         return 1.0, {"correct": True}
+
+    def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
+        n, m = len(puzzle["houses"]), len(puzzle["attributes"])
+        return len(ZebraSolver(n, m, puzzle["clues"]).count(limit))
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(len(puzzle["houses"]) * len(puzzle["attributes"]))
