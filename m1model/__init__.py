@@ -1,1 +1,12 @@
-"""m1-pipeline: m1model."""
+"""The bundled MiniMax-M1-style model: hybrid lightning/softmax attention, sparse MoE, HF-format checkpoints.
+
+Public API (used by the training flow and m1model.rl):
+    M1Config, M1ForCausalLM (forward, token_logprobs, save_pretrained, from_pretrained),
+    Engine, SamplingParams, Completion (batched generation with policy logprobs).
+"""
+
+from m1model.config import M1Config
+from m1model.engine import Completion, Engine, SamplingParams
+from m1model.modeling import M1ForCausalLM
+
+__all__ = ["M1Config", "M1ForCausalLM", "Engine", "SamplingParams", "Completion"]

@@ -1,0 +1,382 @@
+"""The MiniMax-Text-01 / M1 hybrid model: lightning-attention and softmax-attention layers, sparse MoE.
+
+The math follows transformers' `models/minimax/modeling_minimax.py` line for line (tests check logits
+and greedy generations against it); what differs is how it is computed:
+  * lightning layers call `kernels.lightning_attention` (chunked with a hand-written backward on CPU,
+    Triton on CUDA) for prefill/training and `kernels.lightning_attn_decode` for generation, with a
+    float32 [Dk, Dv] state per head;
+  * softmax layers use torch SDPA with GQA and a KV buffer that grows by doubling;
+  * experts are run on tokens sorted by expert, one gather and one scatter per layer;
+  * the LM head can run in FP32 (`config.fp32_lm_head`), and `token_logprobs` never materialises the
+    [tokens x vocab] FP32 matrix (`kernels.selective_log_softmax`).
+Left padding is supported everywhere: pads are zeroed before they enter a lightning state, masked out of
+softmax attention, and RoPE positions count real tokens only, so a padded row gives the same result as the
+unpadded sequence.
+Module and parameter names equal the on-disk names of MiniMax checkpoints (see m1model/checkpoint.py).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import kernels
+from m1model.cache import KVBuffer, M1Cache
+from m1model.config import LIGHTNING, M1Config
+
+
+class RMSNorm(nn.Module):
+    """Normalise in float32, scale in the input dtype (as MiniMaxRMSNorm)."""
+
+    def __init__(self, size: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+def slope_rate(num_heads: int, layer_idx: int, num_layers: int) -> torch.Tensor:
+    """Per-head decay rate s_h of one lightning layer (state decays by exp(-s_h) per token).
+
+    ALiBi-style geometric rates base^(h+1) with base = 2^(-8/H), scaled by a factor that falls linearly
+    from 1 at the first layer to ~0 at the last (deeper layers remember longer). MiniMax's get_slope_rate.
+    """
+    base = 1 / (2 ** (8 / num_heads))
+    rate = base ** (torch.arange(num_heads) + 1)
+    factor = 1 - layer_idx / (num_layers - 1 + 1e-5) + 1e-5
+    return (rate * factor).float()
+
+
+class LightningAttention(nn.Module):
+    """Linear attention with per-head exponential decay, RMSNorm and a sigmoid output gate."""
+
+    def __init__(self, config: M1Config, layer_idx: int) -> None:
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.attn_head_dim
+        inner = self.num_heads * self.head_dim
+        # MiniMax builds this norm with the class default eps (1e-6), not config.rms_norm_eps.
+        self.norm = RMSNorm(inner)
+        self.qkv_proj = nn.Linear(config.hidden_size, 3 * inner, bias=False)
+        self.out_proj = nn.Linear(inner, config.hidden_size, bias=False)
+        self.output_gate = nn.Linear(config.hidden_size, inner, bias=False)
+        self.register_buffer(
+            "slope", slope_rate(self.num_heads, layer_idx, config.num_hidden_layers), persistent=False
+        )
+
+    def _apply(self, fn, recurse=True):
+        # Keep the decay rates in float32 when the model is cast to bf16: exp(-s)^t over a long context
+        # amplifies any rounding of s. (transformers casts them; vLLM keeps them in float32, as here.)
+        slope = self.slope
+        super()._apply(fn, recurse)
+        self.slope = slope.to(self.slope.device)
+        return self
+
+    def forward(self, x: torch.Tensor, pad_mask: torch.Tensor | None, cache: M1Cache | None) -> torch.Tensor:
+        B, T, _ = x.shape
+        qkv = F.silu(self.qkv_proj(x))
+        if pad_mask is not None:  # zero q, k, v at pads so they never enter the recurrent state
+            qkv = qkv * pad_mask[..., None].to(qkv.dtype)
+        q, k, v = (
+            qkv.view(B, T, self.num_heads, 3 * self.head_dim).transpose(1, 2).split(self.head_dim, dim=-1)
+        )
+        state = cache.states.get(self.layer_idx) if cache is not None else None
+        if state is not None and T == 1:
+            o, state = kernels.lightning_attn_decode(q, k, v, self.slope, state)
+        else:
+            o, state = kernels.lightning_attention(q, k, v, self.slope, initial_state=state)
+        if cache is not None:
+            cache.states[self.layer_idx] = state
+        o = self.norm(o.transpose(1, 2).reshape(B, T, -1))
+        return self.out_proj(torch.sigmoid(self.output_gate(x)) * o)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class SoftmaxAttention(nn.Module):
+    """Causal multi-head attention with RoPE and grouped-query KV heads."""
+
+    def __init__(self, config: M1Config, layer_idx: int) -> None:
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = config.attn_head_dim
+        self.q_proj = nn.Linear(config.hidden_size, self.num_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.num_heads * self.head_dim, config.hidden_size, bias=False)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        attn_mask: torch.Tensor | None,
+        cache: M1Cache | None,
+    ) -> torch.Tensor:
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = rope
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if cache is not None:
+            buf = cache.kv.get(self.layer_idx)
+            if buf is None:
+                cache.kv[self.layer_idx] = KVBuffer.start(k, v, reserve=cache.reserve)
+            else:
+                k, v = buf.append(k, v)
+        o = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, is_causal=attn_mask is None and T > 1, enable_gqa=True
+        )
+        return self.o_proj(o.transpose(1, 2).reshape(B, T, -1))
+
+
+class SparseMoE(nn.Module):
+    """Top-k routed SwiGLU experts (Mixtral-style; MiniMax has no shared expert)."""
+
+    def __init__(self, config: M1Config) -> None:
+        super().__init__()
+        self.top_k = config.num_experts_per_tok
+        self.gate = nn.Linear(config.hidden_size, config.num_local_experts, bias=False)
+        self.experts = nn.ModuleList(
+            Expert(config.hidden_size, config.intermediate_size) for _ in range(config.num_local_experts)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        x = x.reshape(-1, shape[-1])
+        probs = torch.softmax(self.gate(x).float(), dim=-1)
+        top_w, top_i = probs.topk(self.top_k, dim=-1)
+        top_w = top_w / top_w.sum(dim=-1, keepdim=True)
+        # Sort the (token, slot) pairs by expert so each expert gets one contiguous slice.
+        flat = top_i.flatten()
+        order = flat.argsort(stable=True)
+        token = order // self.top_k
+        counts = torch.bincount(flat, minlength=len(self.experts)).tolist()
+        routed = x[token].split(counts)
+        outs = [expert(h) for expert, h in zip(self.experts, routed, strict=True) if h.shape[0]]
+        # Weights are float32 (as in transformers): weight in float32, accumulate in the model dtype.
+        y = torch.cat(outs) * top_w.flatten()[order, None]
+        return x.new_zeros(x.shape).index_add(0, token, y.to(x.dtype)).view(shape)
+
+
+class Expert(nn.Module):
+    def __init__(self, hidden: int, intermediate: int) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(hidden, intermediate, bias=False)  # gate
+        self.w3 = nn.Linear(hidden, intermediate, bias=False)  # up
+        self.w2 = nn.Linear(intermediate, hidden, bias=False)  # down
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class DecoderLayer(nn.Module):
+    """MiniMax's block. Note the residual is taken *after* the norm and scaled by alpha, the branch by beta."""
+
+    def __init__(self, config: M1Config, layer_idx: int) -> None:
+        super().__init__()
+        self.is_lightning = config.layer_types[layer_idx] == LIGHTNING
+        if self.is_lightning:
+            self.self_attn: nn.Module = LightningAttention(config, layer_idx)
+            self.attn_alpha, self.attn_beta = config.linear_attn_alpha_factor, config.linear_attn_beta_factor
+        else:
+            self.self_attn = SoftmaxAttention(config, layer_idx)
+            self.attn_alpha, self.attn_beta = config.full_attn_alpha_factor, config.full_attn_beta_factor
+        self.mlp_alpha, self.mlp_beta = config.mlp_alpha_factor, config.mlp_beta_factor
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.block_sparse_moe = SparseMoE(config)
+
+    def forward(self, x, *, pad_mask, rope, attn_mask, cache):
+        h = self.input_layernorm(x)
+        if self.is_lightning:
+            a = self.self_attn(h, pad_mask, cache)
+        else:
+            a = self.self_attn(h, rope, attn_mask, cache)
+        h = self.post_attention_layernorm(h * self.attn_alpha + a * self.attn_beta)
+        return h * self.mlp_alpha + self.block_sparse_moe(h) * self.mlp_beta
+
+
+class M1Model(nn.Module):
+    def __init__(self, config: M1Config) -> None:
+        super().__init__()
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, config.pad_token_id)
+        self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        rope = config.rope_parameters or {}
+        if rope.get("rope_type", "default") != "default":
+            raise ValueError(
+                f"rope_parameters: only rope_type 'default' is supported, got {rope['rope_type']!r}"
+            )
+        dim = config.attn_head_dim
+        theta = rope.get("rope_theta", config.default_theta)
+        self.register_buffer(
+            "inv_freq", 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float) / dim)), persistent=False
+        )
+
+    def _apply(self, fn, recurse=True):
+        inv_freq = self.inv_freq  # RoPE frequencies stay float32 (as in transformers, whose buffer is fp32)
+        super()._apply(fn, recurse)
+        self.inv_freq = inv_freq.to(self.inv_freq.device)
+        return self
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        cache: M1Cache | None = None,
+    ) -> torch.Tensor:
+        B, T = input_ids.shape
+        device = input_ids.device
+        mask = (
+            torch.ones(B, T, dtype=torch.bool, device=device)
+            if attention_mask is None
+            else attention_mask.bool()
+        )
+        padded = attention_mask is not None and not bool(mask.all())
+        past = cache.mask if cache is not None and cache.mask is not None else mask.new_empty(B, 0)
+        start = (
+            cache.positions
+            if cache is not None and cache.positions is not None
+            else mask.new_zeros(B, dtype=torch.long)
+        )
+        # RoPE positions count real tokens only, so left padding does not shift the phases.
+        positions = start[:, None] + mask.long().cumsum(1) - 1
+        positions = positions.clamp(min=0)
+        full_mask = torch.cat([past, mask], dim=1)
+        attn_mask = None
+        if padded or past.shape[1]:
+            attn_mask = _softmax_mask(full_mask, T)
+        rope = self._rope(positions)
+        if cache is not None:
+            cache.mask = full_mask
+            cache.positions = start + mask.long().sum(1)
+
+        h = self.embed_tokens(input_ids)
+        pad_mask = mask if padded else None
+        for layer in self.layers:
+            h = layer(h, pad_mask=pad_mask, rope=rope, attn_mask=attn_mask, cache=cache)
+        return self.norm(h)
+
+    def _rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        freqs = positions[..., None].float() * self.inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)
+        dtype = self.embed_tokens.weight.dtype
+        return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
+
+
+def _softmax_mask(full_mask: torch.Tensor, T: int) -> torch.Tensor:
+    """[B, 1, T, S] boolean: causal over the S = past + T positions, never a pad key.
+
+    A query may always see itself, so a pad query's row is never empty (an all-masked row makes SDPA
+    return NaN); pad rows' outputs are ignored downstream.
+    """
+    S = full_mask.shape[1]
+    q_pos = torch.arange(S - T, S, device=full_mask.device)[:, None]
+    k_pos = torch.arange(S, device=full_mask.device)[None, :]
+    allowed = (k_pos <= q_pos)[None] & full_mask[:, None, :]
+    allowed |= (k_pos == q_pos)[None]
+    return allowed[:, None]
+
+
+class M1Output(NamedTuple):
+    logits: torch.Tensor
+    cache: M1Cache | None
+
+
+class M1ForCausalLM(nn.Module):
+    """The causal LM. `forward` gives logits (and the cache); `token_logprobs` gives the log-probs RL needs."""
+
+    def __init__(self, config: M1Config) -> None:
+        super().__init__()
+        self.config = config
+        self.model = M1Model(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear | nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            nn.init.zeros_(module.weight[module.padding_idx])
+
+    @property
+    def device(self) -> torch.device:
+        return self.lm_head.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.lm_head.weight.dtype
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        cache: M1Cache | None = None,
+        use_cache: bool = False,
+        last_only: bool = False,
+    ) -> M1Output:
+        """Logits [B, T, V] (FP32 if config.fp32_lm_head), and the updated cache when use_cache.
+
+        last_only: compute logits for the final position only (what decoding needs).
+        """
+        if use_cache and cache is None:
+            cache = M1Cache()
+        h = self.model(input_ids, attention_mask, cache)
+        if last_only:
+            h = h[:, -1:]
+        return M1Output(self.logits(h), cache)
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        if self.config.fp32_lm_head:
+            return F.linear(h.float(), self.lm_head.weight.float())
+        return self.lm_head(h)
+
+    def token_logprobs(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """[B, T-1] float32 log pi(input_ids[:, t+1] | input_ids[:, :t+1]); differentiable.
+
+        With fp32_lm_head the head and softmax run in FP32, chunk by chunk, without ever holding the
+        [tokens x vocab] FP32 matrix. Positions whose target token is padding are 0.
+        """
+        h = self.model(input_ids, attention_mask)[:, :-1]
+        labels = input_ids[:, 1:]
+        if self.config.fp32_lm_head:
+            logp = kernels.selective_log_softmax(h, self.lm_head.weight, labels)
+        else:
+            logp = self.lm_head(h).float().log_softmax(-1).gather(-1, labels[..., None]).squeeze(-1)
+        if attention_mask is not None:
+            logp = logp * attention_mask[:, 1:].to(logp.dtype)
+        return logp
+
+    @classmethod
+    def from_pretrained(
+        cls, path, dtype: torch.dtype | None = None, device: str | torch.device = "cpu"
+    ) -> M1ForCausalLM:
+        """Load a Hugging Face MiniMax checkpoint folder (ours or one written by transformers)."""
+        from m1model.checkpoint import load_checkpoint
+
+        return load_checkpoint(cls, path, dtype=dtype, device=device)
+
+    def save_pretrained(self, path, tokenizer=None) -> None:
+        """Write config.json, generation_config.json, model.safetensors (+ tokenizer files)."""
+        from m1model.checkpoint import save_checkpoint
+
+        save_checkpoint(self, path, tokenizer=tokenizer)
