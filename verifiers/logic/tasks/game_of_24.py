@@ -5,10 +5,9 @@ Any correct expression scores 1; it is evaluated exactly (fractions) through ``a
 from __future__ import annotations
 
 import random
-import re
 from typing import Any
 
-from verifiers.logic.arith import ExprError, evaluate, solve
+from verifiers.logic.arith import change_one_number, score_expression, solve
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
 
 TARGET = 24
@@ -51,44 +50,6 @@ class GameOf24(LogicTask):
 
     def corrupt(self, instance: LogicInstance, seed: int) -> str:
         return change_one_number(instance.answer, random.Random(seed))
-
-
-def score_expression(
-    answer: str, numbers: list[int], target: int, positive_integers: bool = False
-) -> tuple[float, dict[str, Any]]:
-    """1 when the expression uses exactly the given numbers and equals target (with every intermediate
-    result a positive integer when ``positive_integers``)."""
-    try:
-        ev = evaluate(answer)
-    except ExprError as exc:
-        return 0.0, {"error": f"parse error: {exc}"}
-    except ZeroDivisionError:
-        return 0.0, {"correct": False, "reason": "division by zero"}
-    if sorted(ev.numbers) != sorted(numbers):
-        return 0.0, {
-            "correct": False,
-            "reason": "numbers used differ from the given ones",
-            "used": ev.numbers,
-            "given": numbers,
-        }
-    if positive_integers:
-        bad = [str(v) for v in ev.intermediates if v <= 0 or v.denominator != 1]
-        if bad:
-            return 0.0, {
-                "correct": False,
-                "reason": "an intermediate result is not a positive integer",
-                "intermediate": bad[0],
-            }
-    if ev.value != target:
-        return 0.0, {"correct": False, "reason": "wrong value", "value": str(ev.value), "target": target}
-    return 1.0, {"correct": True}
-
-
-def change_one_number(expr: str, rng: random.Random) -> str:
-    """The expression with one integer literal changed (so it no longer uses the given numbers)."""
-    spans = [m.span() for m in re.finditer(r"\d+", expr)]
-    a, b = rng.choice(spans)
-    return expr[:a] + str(int(expr[a:b]) + rng.randint(1, 3)) + expr[b:]
 
 
 TASK = GameOf24()

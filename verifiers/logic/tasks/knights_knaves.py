@@ -64,11 +64,7 @@ def consistent(statements: list[Statement], n: int) -> list[tuple[bool, ...]]:
 
 def random_statement(rng: random.Random, speaker: int, n: int) -> Statement:
     others = [p for p in range(n) if p != speaker]
-    kind = rng.choice(
-        ["is", "both", "either", "same", "different", "implies"]
-        if n > 2
-        else ["is", "same", "different", "either", "both"]
-    )
+    kind = rng.choice(["is", "both", "either", "same", "different", "implies"])
     if kind == "is":
         return ["is", rng.choice(others), rng.random() < 0.5]
     pool = others if len(others) >= 2 else [speaker, *others]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from verifiers.logic.arith import change_one_number, score_expression
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.tasks.game_of_24 import change_one_number, score_expression
 
 
 class Mathador(LogicTask):

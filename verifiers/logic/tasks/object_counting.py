@@ -104,9 +104,7 @@ class ObjectCounting(LogicTask):
             else:
                 k = rng.randint(1, 3)
                 counts[it] += k
-                events.append(
-                    f"Then I got {amount(k, it).replace('a ', 'another ', 1) if k == 1 else NUMBER_WORDS[k] + ' more ' + it[1]}."
-                )
+                events.append(f"Then I got {NUMBER_WORDS[k]} more {it[0] if k == 1 else it[1]}.")
         total = sum(counts[it] for c, it in chosen if c == category)
         prompt = (
             f"{text} {' '.join(events)}".strip()

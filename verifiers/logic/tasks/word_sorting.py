@@ -7,24 +7,7 @@ import random
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import ADJECTIVES, ADVERBS, NOUNS, VERBS, words_of
-
-VOCABULARY = sorted(set(NOUNS + ADJECTIVES + VERBS + ADVERBS))
-
-
-def pick_words(rng: random.Random, count: int, clustered: bool) -> list[str]:
-    """Distinct words; when clustered, most share a few initial letters."""
-    if not clustered:
-        return rng.sample(VOCABULARY, count)
-    initials = sorted({w[0] for w in VOCABULARY})
-    chosen: list[str] = []
-    for letter in rng.sample(initials, len(initials)):
-        group = [w for w in VOCABULARY if w[0] == letter and w not in chosen]
-        chosen += rng.sample(group, min(len(group), 4, count - len(chosen)))
-        if len(chosen) == count:
-            break
-    rng.shuffle(chosen)
-    return chosen
+from verifiers.logic.textutil import pick_words, words_of
 
 
 class WordSorting(LogicTask):

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.tasks.word_sorting import pick_words
+from verifiers.logic.textutil import pick_words
 
 
 class WordSortingMistake(LogicTask):
