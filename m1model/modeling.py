@@ -349,22 +349,36 @@ class M1ForCausalLM(nn.Module):
         return self.lm_head(h)
 
     def token_logprobs(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
-    ) -> torch.Tensor:
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        return_entropy: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """[B, T-1] float32 log pi(input_ids[:, t+1] | input_ids[:, :t+1]); differentiable.
 
         With fp32_lm_head the head and softmax run in FP32, chunk by chunk, without ever holding the
-        [tokens x vocab] FP32 matrix. Positions whose target token is padding are 0.
+        [tokens x vocab] FP32 matrix; without it the logits are rounded to the model dtype first (the
+        unfixed head, kept for the precision probe). Positions whose target token is padding are 0.
+        return_entropy: also the [B, T-1] entropy of each next-token distribution (same pass, no extra
+        forward), for watching entropy collapse in RL.
         """
         h = self.model(input_ids, attention_mask)[:, :-1]
         labels = input_ids[:, 1:]
-        if self.config.fp32_lm_head:
-            logp = kernels.selective_log_softmax(h, self.lm_head.weight, labels)
-        else:
-            logp = self.lm_head(h).float().log_softmax(-1).gather(-1, labels[..., None]).squeeze(-1)
         if attention_mask is not None:
-            logp = logp * attention_mask[:, 1:].to(logp.dtype)
-        return logp
+            labels = labels.masked_fill(~attention_mask[:, 1:].bool(), kernels.IGNORE_INDEX)
+        if self.config.fp32_lm_head:
+            return kernels.selective_log_softmax(
+                h, self.lm_head.weight, labels, return_entropy=return_entropy
+            )
+        logits = self.lm_head(h)
+        logp = kernels.selective_log_softmax_from_logits(logits, labels)
+        if not return_entropy:
+            return logp
+        dist = torch.log_softmax(logits.float(), dim=-1)
+        entropy = -(dist.exp() * dist).sum(-1)
+        if attention_mask is not None:
+            entropy = entropy * attention_mask[:, 1:]
+        return logp, entropy
 
     @classmethod
     def from_pretrained(

@@ -1,0 +1,94 @@
+"""The generation engine: policy log-probs, sampling controls, stop tokens and repetition truncation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from m1model import Engine, SamplingParams
+
+from .conftest import TINY_CONFIGS, tiny_model
+
+PROMPTS = [[5, 9, 14], [7, 3, 3, 40, 41, 12, 8], [60]]
+
+
+@pytest.fixture
+def model():
+    return tiny_model(**TINY_CONFIGS["lightning_prefix_top2"])
+
+
+def test_logprobs_are_the_policy_logprobs_of_the_sampled_tokens(model):
+    """Sampled at temperature 0.7 / top-p 0.9, but logprobs are log pi(token) of the raw model (what CISPO
+    needs), i.e. exactly what the training forward computes on prompt + completion."""
+    params = SamplingParams(temperature=0.7, top_p=0.9, max_tokens=12, seed=0)
+    for prompt, c in zip(PROMPTS, Engine(model).generate(PROMPTS, params), strict=True):
+        seq = torch.tensor([prompt + c.token_ids])
+        with torch.no_grad():
+            expected = model.token_logprobs(seq)[0, len(prompt) - 1 :]
+        assert len(c.logprobs) == len(c.token_ids) == 12 and c.finish_reason == "length"
+        torch.testing.assert_close(torch.tensor(c.logprobs), expected, atol=1e-4, rtol=0)
+
+
+def test_seed_makes_sampling_reproducible(model):
+    engine = Engine(model)
+    a = engine.generate(PROMPTS, SamplingParams(temperature=1.0, max_tokens=10, seed=7))
+    b = engine.generate(PROMPTS, SamplingParams(temperature=1.0, max_tokens=10, seed=7))
+    c = engine.generate(PROMPTS, SamplingParams(temperature=1.0, max_tokens=10, seed=8))
+    assert [x.token_ids for x in a] == [x.token_ids for x in b]
+    assert [x.token_ids for x in a] != [x.token_ids for x in c]
+
+
+def test_tiny_top_p_is_greedy(model):
+    engine = Engine(model)
+    greedy = engine.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=8))
+    nucleus = engine.generate(PROMPTS, SamplingParams(temperature=1.0, top_p=1e-6, max_tokens=8, seed=1))
+    assert [x.token_ids for x in greedy] == [x.token_ids for x in nucleus]
+
+
+def test_stop_token_ends_one_sequence_and_is_included(model):
+    engine = Engine(model)
+    free = engine.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=10))
+    stop = free[1].token_ids[4]
+    first = free[1].token_ids.index(stop)
+    out = engine.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=10, stop_token_ids=[stop]))
+    assert out[1].finish_reason == "stop" and out[1].token_ids == free[1].token_ids[: first + 1]
+    for before, after in zip(free, out, strict=True):  # other rows are unaffected by a row leaving
+        if stop not in before.token_ids:
+            assert after.token_ids == before.token_ids and after.finish_reason == "length"
+
+
+def _looping_model():
+    """A model that always predicts token 17 with probability ~1: constant embeddings, every attention
+    and expert output zeroed, and an LM head that reads the one non-zero feature."""
+    model = tiny_model(**TINY_CONFIGS["lightning_prefix_top2"])
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("out_proj.weight", "o_proj.weight", "w2.weight")):
+                p.zero_()
+        model.model.embed_tokens.weight.zero_()
+        model.model.embed_tokens.weight[:, 0] = 1.0
+        model.lm_head.weight.zero_()
+        model.lm_head.weight[17, 0] = 5.0
+    return model
+
+
+def test_repetition_truncation():
+    engine = Engine(_looping_model())
+    out = engine.generate(PROMPTS, SamplingParams(temperature=1.0, max_tokens=20, repetition_run=6, seed=0))
+    for c in out:
+        assert c.finish_reason == "repetition"
+        assert c.token_ids == [17] * 6
+        assert min(c.logprobs) > torch.tensor(0.99).log().item()
+    relaxed = engine.generate(
+        PROMPTS, SamplingParams(temperature=1.0, max_tokens=20, repetition_run=50, seed=0)
+    )
+    assert all(c.finish_reason == "length" and len(c.token_ids) == 20 for c in relaxed)
+
+
+def test_bad_prompts_and_params_are_rejected(model):
+    with pytest.raises(ValueError, match="prompt 1 is empty"):
+        Engine(model).generate([[1], []], SamplingParams())
+    with pytest.raises(ValueError, match="outside"):
+        Engine(model).generate([[1, 10_000]], SamplingParams())
+    with pytest.raises(ValueError, match="top_p"):
+        SamplingParams(top_p=0)
