@@ -20,6 +20,9 @@ _NORMALISE = str.maketrans(
 )
 
 
+MAX_LENGTH = 500  # far beyond any puzzle's answer; bounds parser recursion and big-number work
+
+
 class ExprError(ValueError):
     """The text is not an arithmetic expression over integer literals."""
 
@@ -48,9 +51,11 @@ def evaluate(text: str) -> Evaluated:
     src = clean_expression(text)
     if not src:
         raise ExprError("empty expression")
+    if len(src) > MAX_LENGTH:
+        raise ExprError(f"expression longer than {MAX_LENGTH} characters")
     try:
         tree = ast.parse(src, mode="eval")
-    except SyntaxError as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ExprError(f"not an arithmetic expression: {src!r}") from exc
     numbers: list[int] = []
     steps: list[Fraction] = []

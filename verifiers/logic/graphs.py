@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 import re
 
+from verifiers.logic.textutil import integers, parse_int
+
 
 def random_connected_edges(rng: random.Random, n: int, m: int) -> list[tuple[int, int]]:
     """``m`` distinct undirected edges over vertices 1..n that connect the graph (a random spanning
@@ -21,7 +23,7 @@ def random_connected_edges(rng: random.Random, n: int, m: int) -> list[tuple[int
 
 def vertex_sequence(text: str) -> list[int]:
     """'1 -> 4 -> 2', '[1, 4, 2]', '1-4-2' -> [1, 4, 2]."""
-    return [int(x) for x in re.findall(r"\d+", text)]
+    return integers(text, signed=False)
 
 
 def vertex_map(text: str, n: int) -> dict[int, int] | None:
@@ -30,7 +32,7 @@ def vertex_map(text: str, n: int) -> dict[int, int] | None:
     if pairs:
         out: dict[int, int] = {}
         for v, c in pairs:
-            out.setdefault(int(v), int(c))
+            out.setdefault(parse_int(v), parse_int(c))
         return out
-    values = [int(x) for x in re.findall(r"\d+", text)]
+    values = integers(text, signed=False)
     return dict(enumerate(values, 1)) if len(values) == n else None

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 import re
 
+from verifiers.logic.base import ParseError
+
 # Short, common English words: plaintexts should look like language (ciphers are judged on letters),
 # and word-sorting tasks need words whose order is not obvious at a glance.
 NOUNS = (
@@ -99,9 +101,19 @@ def words_of(text: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Za-z]+", text)]
 
 
+MAX_DIGITS = 18  # no answer needs longer numbers; int() of huge digit strings is slow or refused
+
+
+def parse_int(digits: str) -> int:
+    """int() for answer text, refusing absurdly long numbers with a parse error."""
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        raise ParseError(f"number with more than {MAX_DIGITS} digits")
+    return int(digits)
+
+
 def integers(text: str, signed: bool = True) -> list[int]:
     """All integers in the text in order; with signed=False a '-' is an operator, not a sign."""
-    return [int(m) for m in re.findall(r"-?\d+" if signed else r"\d+", text)]
+    return [parse_int(m) for m in re.findall(r"-?\d+" if signed else r"\d+", text)]
 
 
 def first_difference(a: str, b: str) -> int:

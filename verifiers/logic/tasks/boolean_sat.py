@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.textutil import parse_int
 
 Clause = list[int]  # DIMACS-style literals: +i is x_i, -i is NOT x_i
 
@@ -64,7 +65,7 @@ class BooleanSat(LogicTask):
             return 0.0, {"error": "parse error: no 'x<i>=True/False' pairs found"}
         values: dict[int, bool] = {}
         for var, val in pairs:
-            v, b = int(var), val.lower() in ("true", "t", "1")
+            v, b = parse_int(var), val.lower() in ("true", "t", "1")
             if values.get(v, b) != b:
                 return 0.0, {"correct": False, "reason": "variable given two values", "variable": f"x{v}"}
             values[v] = b

@@ -8,6 +8,7 @@ from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
 from verifiers.logic.dyck import PAIRS, first_error, random_dyck
+from verifiers.logic.textutil import parse_int
 
 CLOSE = list(PAIRS.values())
 
@@ -59,7 +60,7 @@ class DyckLanguageErrors(LogicTask):
             nums = re.findall(r"\d+", text)
             if len(nums) != 1:
                 return 0.0, {"error": f"parse error: expected one position, found {len(nums)} numbers"}
-            got = int(nums[0])
+            got = parse_int(nums[0])
         want = puzzle["first_error"]
         if got == want:
             return 1.0, {"correct": True}

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.textutil import parse_int
 
 # category -> (singular, plural)
 ITEMS: dict[str, list[tuple[str, str]]] = {
@@ -132,7 +133,7 @@ def parse_count(answer: str) -> int | None:
     """One integer, as digits or an English number word up to twenty."""
     digits = re.findall(r"\d+", answer)
     if len(digits) == 1:
-        return int(digits[0])
+        return parse_int(digits[0])
     if digits:
         return None
     words = [w for w in re.findall(r"[a-z]+", answer.lower()) if w in NUMBER_WORDS]

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import pick_words
+from verifiers.logic.textutil import parse_int, pick_words
 
 
 class WordSortingMistake(LogicTask):
@@ -54,7 +54,7 @@ class WordSortingMistake(LogicTask):
         if not nums and re.search(r"\b(none|no mistake|no error|correct)\b", text, flags=re.IGNORECASE):
             got = 0
         elif len(nums) == 1:
-            got = int(nums[0])
+            got = parse_int(nums[0])
         else:
             return 0.0, {"error": f"parse error: expected one step number, found {len(nums)} numbers"}
         want = puzzle["first_mistake"]
