@@ -95,8 +95,13 @@ def _from_phrase(text: str) -> str | None:
     math = _INLINE_MATH.search(raw)
     if math:
         return next(g for g in math.groups() if g is not None).strip()
-    # "The answer is 42 because ..." -> cut at the first sentence end that is not a decimal point
+    # "The answer is 42 because ..." -> cut at the first sentence end that is not a decimal point,
+    # then at the first prose word after the answer ("12 apples" -> "12")
     raw = re.split(r"(?<!\d)\.(?!\d)|\.\s", raw, maxsplit=1)[0]
+    tokens = raw.split()
+    prose = next((i for i, tok in enumerate(tokens) if i > 0 and re.fullmatch(r"[A-Za-z]{3,}[,;:]?", tok)), None)
+    if prose is not None:
+        raw = " ".join(tokens[:prose])
     return _strip_delimiters(raw) or None
 
 

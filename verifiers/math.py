@@ -1,4 +1,4 @@
-"""Math verifier: extract the final answer from a long chain of thought, decide equivalence with
+r"""Math verifier: extract the final answer from a long chain of thought, decide equivalence with
 math-verify, and add a format reward, as in the M1 paper (correctness reward + format reward).
 
 math-verify (LaTeX -> SymPy, then numeric, symbolic, set/interval and relation comparison) is the
@@ -35,7 +35,12 @@ from verifiers.format import extract_answer, format_ok, last_boxed
 
 Verdict = tuple[bool, str | None]  # (equivalent, error such as a timeout)
 
-_PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?")
+# Layout-only LaTeX: sizing commands, thin spaces, and spaces that do not separate two word characters
+# ("x + 1" == "x+1", but "1 2" and "a b" keep theirs).
+_LAYOUT = re.compile(r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\[,;:!](?![a-zA-Z])|\\displaystyle|(?<!\w)\s+|\s+(?!\w)")
+_INT = r"(?:0|[1-9]\d*)"
+_PLAIN_NUMBER = re.compile(rf"-?{_INT}(?:\.\d+)?")
+_FRACTION = re.compile(rf"(-?)(?:\\[dt]?frac\{{({_INT})\}}\{{({_INT})\}}|({_INT})/({_INT}))")
 _MAX_DIGITS = 12
 # math-verify compares floats after rounding to 6 decimals: answers further apart than this can never
 # round to the same value, answers closer than this (but not equal) are left to math-verify.
@@ -63,28 +68,52 @@ def math_verify_equal(gold: str, answer: str, timeout_s: int = 5) -> bool:
     )
 
 
-def _plain_number(text: str) -> Fraction | None:
-    if not _PLAIN_NUMBER.fullmatch(text) or sum(ch.isdigit() for ch in text) > _MAX_DIGITS:
+def layout_normal(answer: str) -> str | None:
+    """`answer` without layout-only LaTeX, or None where that could change its meaning (``\\text``
+    keeps its spaces; a command such as ``\\pi x`` needs its space)."""
+    if "\\text" in answer or "\\mbox" in answer:
         return None
-    return Fraction(text)
+    text = _LAYOUT.sub("", answer.strip())
+    text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    return text if text and not re.search(r"\\[a-zA-Z]+\s", text) else None
+
+
+def _plain_number(text: str) -> Fraction | None:
+    """An integer, decimal or fraction of integers written plainly (``-3``, ``2.50``, ``\\frac{7}{2}``,
+    ``7/2``), else None."""
+    if sum(ch.isdigit() for ch in text) > _MAX_DIGITS:
+        return None
+    if _PLAIN_NUMBER.fullmatch(text):
+        return Fraction(text)
+    match = _FRACTION.fullmatch(text)
+    if match is None:
+        return None
+    sign, num, den = match.group(1), match.group(2) or match.group(4), match.group(3) or match.group(5)
+    if int(den) == 0:
+        return None
+    return Fraction(int(num), int(den)) * (-1 if sign else 1)
 
 
 def fast_verdict(gold: str, answer: str) -> bool | None:
     """math-verify's verdict where it can be known without parsing, else None.
 
-    Identical strings parse to identical results and math-verify's string comparison accepts them.
-    Plain numbers: integers compare exactly; when a decimal is involved math-verify rounds both to 6
-    places (15 significant digits), which is decided exactly here for magnitudes below 1e6.
+    Identical strings parse to identical results and math-verify's string comparison accepts them;
+    strings that differ only in layout parse to the same expression.
+    Plain numbers: integers and fractions of integers compare exactly; when a decimal is involved
+    math-verify rounds both to 6 places (15 significant digits), decided here for magnitudes below 1e6
+    whenever the two are equal or surely further apart than the rounding.
     """
     if answer.strip() == gold.strip() and answer.strip():
+        return True
+    if (g := layout_normal(gold)) is not None and g == layout_normal(answer):
         return True
     g, a = _plain_number(gold.strip()), _plain_number(answer.strip())
     if g is None or a is None:
         return None
     if g == a:
         return True
-    if g.denominator == 1 and a.denominator == 1:
-        return False
+    if "." not in gold and "." not in answer:
+        return False  # no float on either side: math-verify compares the rationals exactly
     if max(abs(g), abs(a)) < 10**6 and abs(g - a) >= _SURELY_DIFFERENT:
         return False
     return None
