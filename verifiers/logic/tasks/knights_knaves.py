@@ -107,7 +107,7 @@ class KnightsKnaves(LogicTask):
             "On an island every inhabitant is either a knight, who always tells the truth, or a knave, who "
             f"always lies. You meet {n} inhabitants: {', '.join(names)}.\n{lines}\n\n"
             "Who is a knight and who is a knave? Name every inhabitant. "
-            f"{ANSWER_FORMAT} Example: <answer>{names[0]} is a knight, {names[1]} is a knave</answer>"
+            f"{ANSWER_FORMAT} Example format: <answer>NAME is a knight, NAME is a knave, ...</answer>"
         )
         puzzle = {"names": names, "statements": statements, "knights": list(knight)}
         return LogicInstance(self.name, difficulty, seed, prompt, answer, puzzle)

@@ -42,12 +42,15 @@ class TimeSequence(LogicTask):
         rng = self.rng(difficulty, seed)
         people, slots, step = self.sizes[difficulty]
         names = rng.sample(NAMES, people)
-        while True:
-            duration = rng.choice([30, 45, 60, 90]) if step < 30 else rng.choice([30, 60])
+        durations = [30, 45, 60, 90] if step < 30 else [30, 60]
+        while True:  # draw schedules until some meeting length fits after 09:00, then pick one that does
             schedule = {nm: _busy_slots(rng, slots, step) for nm in names}
             busy = [iv for ivs in schedule.values() for iv in ivs]
-            start = earliest_start(busy, duration, step)
-            if start is not None and start > DAY_START:  # never the trivial 9:00 answer
+            starts = {d: earliest_start(busy, d, step) for d in durations}
+            fitting = [d for d in durations if starts[d] is not None and starts[d] > DAY_START]
+            if fitting:
+                duration = rng.choice(fitting)
+                start = starts[duration]
                 break
         lines = "\n".join(
             f"{nm} is busy " + ", ".join(f"{hhmm(a)}-{hhmm(b)}" for a, b in ivs) + "."
