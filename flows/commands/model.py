@@ -1,7 +1,122 @@
-"""`m1 model ...` commands."""
+"""`m1 model ...`: create a fresh model + tokenizer, probe training/inference precision."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.errors import InputError
 
 app = typer.Typer(no_args_is_help=True)
+
+
+def read_lines(path: Path, what: str) -> list[str]:
+    """Non-empty lines of a UTF-8 text file, or an InputError naming the file."""
+    if not path.is_file():
+        raise InputError(f"{path}: {what} file not found")
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    lines = [line for line in lines if line]
+    if not lines:
+        raise InputError(f"{path}: no non-empty lines")
+    return lines
+
+
+@app.command("init")
+def init(
+    output: Annotated[Path, typer.Option("--output", "-o", help="New checkpoint folder (must not exist).")],
+    corpus: Annotated[
+        Path, typer.Option("--corpus", help="UTF-8 text, one document per line, for the BPE tokenizer.")
+    ],
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="Pipeline config; its [model] section sizes the model."),
+    ] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a config field, e.g. model.hidden_size=128.")
+    ] = None,
+) -> None:
+    """A randomly initialised hybrid model and a byte-level BPE tokenizer trained on CORPUS, as an HF checkpoint."""
+    import torch
+
+    from flows.atomic import atomic_dir
+    from flows.config import load_config
+    from m1model import M1Config, M1ForCausalLM, train_tokenizer
+    from m1model.config import hybrid_layer_types
+
+    if output.exists():
+        raise InputError(f"{output}: already exists (checkpoints are never overwritten)")
+    texts = read_lines(corpus, "corpus")
+    spec = load_config(config, overrides or []).model
+    tokenizer = train_tokenizer(texts, spec.vocab_size)
+    model_config = M1Config(
+        vocab_size=len(tokenizer),
+        hidden_size=spec.hidden_size,
+        num_hidden_layers=spec.num_hidden_layers,
+        num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads,
+        head_dim=spec.head_dim,
+        intermediate_size=spec.intermediate_size,
+        num_local_experts=spec.num_local_experts,
+        num_experts_per_tok=spec.num_experts_per_tok,
+        layer_types=hybrid_layer_types(spec.num_hidden_layers, spec.softmax_every),
+        fp32_lm_head=spec.fp32_lm_head,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(spec.seed)
+    model = M1ForCausalLM(model_config)
+    with atomic_dir(output) as tmp:
+        model.save_pretrained(tmp, tokenizer=tokenizer)
+    n_params = sum(p.numel() for p in model.parameters())
+    kinds = "".join("S" if t == "full_attention" else "L" for t in model_config.layer_types)
+    Console().print(
+        f"wrote {output}: {n_params / 1e6:.2f}M parameters, layers {kinds} (L lightning, S softmax), "
+        f"vocab {len(tokenizer)} trained on {len(texts)} lines",
+        highlight=False,
+    )
+
+
+@app.command("probe-precision")
+def probe_precision(
+    checkpoint: Annotated[Path, typer.Option("--checkpoint", help="Checkpoint folder with tokenizer files.")],
+    prompts: Annotated[Path, typer.Option("--prompts", help="UTF-8 text file, one prompt per line.")],
+    max_tokens: Annotated[int, typer.Option(min=1, help="Tokens sampled per prompt.")] = 32,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+) -> None:
+    """Correlation of per-token probabilities: bf16 inference engine vs FP32 training forward, bf16 vs FP32 LM head."""
+    from m1model import M1ForCausalLM
+    from m1model.precision import probe_precision as probe
+    from m1model.tokenizer import load_tokenizer
+
+    if not (checkpoint / "config.json").is_file():
+        raise InputError(f"{checkpoint}: not a checkpoint folder (no config.json)")
+    if not (checkpoint / "tokenizer.json").is_file():
+        raise InputError(f"{checkpoint}: no tokenizer.json (save the model with its tokenizer)")
+    texts = read_lines(prompts, "prompts")
+    tokenizer = load_tokenizer(checkpoint)
+    try:
+        model = M1ForCausalLM.from_pretrained(checkpoint, dtype=None)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    ids = [tokenizer(t).input_ids for t in texts]
+    rows = probe(model, ids, max_tokens=max_tokens, seed=seed)
+    table = Table(title=f"train (FP32) vs inference (bf16 engine): {len(ids)} prompts x {max_tokens} tokens")
+    for col in ("inference LM head", "tokens", "Pearson r", "mean |dp|", "max |dp|"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(
+            r.inference_head,
+            str(r.tokens),
+            f"{r.pearson:.5f}",
+            f"{r.mean_abs_diff:.2e}",
+            f"{r.max_abs_diff:.2e}",
+        )
+    Console().print(table)
