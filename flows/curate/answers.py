@@ -1,0 +1,89 @@
+"""Answer extraction from reference solutions, kept only when the rule checker (math-verify) parses it.
+
+Extraction order: the last \\boxed{...} (balanced braces), then "the (final) answer is ...", then the
+last mathematical expression of the text (the last $...$ span, else the last number). A reference that
+is already a bare answer ("42", "\\frac{1}{2}") is its own answer.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import polars as pl
+
+from flows.curate.result import StepResult, split_by_reason
+from flows.schema import require_columns
+
+_ANSWER_IS = re.compile(r"(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*(.+?)(?:\.\s|\.?$|\n)", re.IGNORECASE)
+_INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:/\d+)?")
+_WORDLIKE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")  # a prose word, not a LaTeX command
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last \\boxed{...} or \\fbox{...}, with nested braces balanced."""
+    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+    if start < 0:
+        return None
+    brace = text.find("{", start)
+    if brace < 0:
+        return None
+    depth = 0
+    for i in range(brace, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[brace + 1 : i].strip() or None
+    return None  # unbalanced: a broken reference, not an answer
+
+
+def extract_answer(reference: str | None) -> tuple[str | None, str]:
+    """(answer, how) — how is boxed, answer-is, expression or bare; answer None when nothing found."""
+    if not reference or not reference.strip():
+        return None, "empty"
+    text = reference.strip()
+    if (boxed := last_boxed(text)) is not None:
+        return boxed, "boxed"
+    if "\\boxed" in text or "\\fbox" in text:
+        return None, "unbalanced-boxed"
+    if matches := _ANSWER_IS.findall(text):
+        return matches[-1].strip().strip("$ ").rstrip("."), "answer-is"
+    if len(text) <= 40 and "\n" not in text and not _WORDLIKE.search(text):
+        return text.strip("$ "), "bare"
+    if spans := _INLINE_MATH.findall(text):
+        return next(s for s in spans[-1] if s).strip(), "expression"
+    if numbers := _NUMBER.findall(text):
+        return numbers[-1].replace(",", ""), "expression"
+    return None, "none"
+
+
+def parses(answer: str) -> bool:
+    """True if math-verify extracts a mathematical object from the answer."""
+    from math_verify import parse
+
+    # math-verify's timeout uses SIGALRM, which only the main thread may set.
+    timeout = 5 if threading.current_thread() is threading.main_thread() else None
+    try:
+        return bool(parse(f"${answer}$", parsing_timeout=timeout))
+    except Exception:  # noqa: BLE001 - a parser crash means "not parseable"
+        return False
+
+
+def extract_answers(df: pl.DataFrame, reference_column: str = "reference") -> StepResult:
+    """Keep rows whose reference yields an answer math-verify parses; adds an `answer` column."""
+    require_columns(df, [reference_column], where="extract_answers input")
+    answers, reasons = [], []
+    for ref in df[reference_column].cast(pl.String).to_list():
+        answer, how = extract_answer(ref)
+        answers.append(answer)
+        if answer is None:
+            reasons.append({"empty": "no reference solution",
+                            "unbalanced-boxed": "unbalanced \\boxed{ in the reference"}.get(
+                how, "no answer found in the reference"))
+        elif not parses(answer):
+            reasons.append(f"answer {answer[:60]!r} ({how}) not parseable by math-verify")
+        else:
+            reasons.append(None)
+    out = df.with_columns(pl.Series("answer", answers, dtype=pl.String))
+    return split_by_reason(out, pl.Series(reasons, dtype=pl.String), "answer-check",
+                           "reference answer missing or not parseable by math-verify")

@@ -1,0 +1,152 @@
+"""Deduplication steps: exact (normalised text), MinHash LSH near-duplicates, embedding similarity, and
+strict separation of RL items from an SFT set.
+
+Every step keeps the first row of each cluster (input order, so concatenating sources in priority
+order decides who wins) and reports, for every removed row, which kept row it duplicates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from flows.curate.minhash import Mode, cluster_representatives, jaccard, near_duplicates
+from flows.curate.result import StepResult, split_by_reason
+from flows.curate.text import normalized
+from flows.schema import require_columns
+
+
+def _clusters(df: pl.DataFrame, id_column: str, rep: np.ndarray, similarity: np.ndarray) -> pl.DataFrame:
+    ids = df[id_column]
+    return pl.DataFrame({
+        "id": ids,
+        "cluster": ids.gather(rep),
+        "kept": rep == np.arange(df.height),
+        "similarity": similarity,
+    })
+
+
+def _result(df: pl.DataFrame, id_column: str, rep: np.ndarray, similarity: np.ndarray, step: str,
+            summary: str, what: str, measure: str) -> StepResult:
+    clusters = _clusters(df, id_column, rep, similarity)
+    reason = clusters.select(
+        pl.when(pl.col("kept")).then(None)
+        .otherwise(pl.format(f"{what} of {{}} ({measure} {{}})", "cluster", pl.col("similarity").round(3)))
+    ).to_series()
+    return split_by_reason(df, reason, step, summary, clusters=clusters)
+
+
+def exact_dedup(df: pl.DataFrame, text_column: str = "prompt", id_column: str = "id") -> StepResult:
+    """Drop rows whose text equals an earlier row's after NFKC, case folding and whitespace collapsing.
+
+    Empty texts are not duplicates of each other: `clean` rejects them with their own reason.
+    """
+    require_columns(df, [text_column, id_column], where="exact_dedup input")
+    key = df.select(normalized(pl.col(text_column)).alias("k"))["k"]
+    idx = pl.Series("i", np.arange(df.height, dtype=np.int64))
+    first = pl.DataFrame({"k": key, "i": idx}).select(pl.col("i").first().over("k"))["i"].to_numpy()
+    empty = (key.is_null() | (key == "")).to_numpy()
+    rep = np.where(empty, np.arange(df.height), first)
+    return _result(df, id_column, rep, np.ones(df.height), "exact-dedup",
+                   "same text after normalisation (NFKC, case, whitespace)", "exact duplicate", "normalised")
+
+
+def minhash_dedup(
+    df: pl.DataFrame,
+    threshold: float = 0.8,
+    num_perm: int = 128,
+    shingle_size: int = 5,
+    text_column: str = "prompt",
+    id_column: str = "id",
+    mode: Mode = "fast",
+    verify: bool = True,
+    seed: int = 1,
+) -> StepResult:
+    """Drop near-duplicates: MinHash LSH candidates whose exact word-shingle Jaccard reaches `threshold`
+    (with `verify`; without it every LSH candidate counts, as in datasketch). Clusters are connected
+    components; each removed row's reason gives its Jaccard with the row kept for its cluster."""
+    require_columns(df, [text_column, id_column], where="minhash_dedup input")
+    nd = near_duplicates(df[text_column], threshold, num_perm, shingle_size, mode, seed, verify)
+    rep = cluster_representatives(df.height, nd.pairs)
+    similarity = np.ones(df.height)
+    moved = np.flatnonzero(rep != np.arange(df.height))
+    if len(moved):
+        similarity[moved] = jaccard(nd.shingles, np.stack([rep[moved], moved], axis=1))
+    return _result(df, id_column, rep, similarity, "minhash-dedup",
+                   f"near-duplicates: word {shingle_size}-gram Jaccard >= {threshold} "
+                   f"(MinHash LSH, {num_perm} permutations)", "near-duplicate", "jaccard")
+
+
+def embedding_dedup(
+    df: pl.DataFrame,
+    threshold: float = 0.95,
+    text_column: str = "prompt",
+    id_column: str = "id",
+    embeddings: np.ndarray | None = None,
+    batch_size: int = 64,
+) -> StepResult:
+    """Drop rows whose sentence embedding has cosine similarity >= `threshold` with another row's.
+
+    Neighbours come from a faiss index (flat inner product on unit vectors), never from all pairs at
+    once in memory; pass precomputed `embeddings` to reuse them.
+    """
+    from flows.curate.embed import embed, similar_pairs
+
+    require_columns(df, [text_column, id_column], where="embedding_dedup input")
+    vectors = embed(df[text_column], batch_size=batch_size) if embeddings is None else embeddings
+    nonempty = (df[text_column].fill_null("").str.strip_chars() != "").to_numpy()
+    pairs, sims = similar_pairs(vectors, threshold, active=nonempty)
+    rep = cluster_representatives(df.height, pairs)
+    moved = np.flatnonzero(rep != np.arange(df.height))
+    similarity = np.ones(df.height)
+    similarity[moved] = np.einsum("ij,ij->i", vectors[moved], vectors[rep[moved]])
+    return _result(df, id_column, rep, similarity, "embedding-dedup",
+                   f"semantic duplicates: embedding cosine >= {threshold}", "semantic duplicate", "cosine")
+
+
+def separate_from(
+    df: pl.DataFrame,
+    reference: pl.DataFrame,
+    method: str = "minhash",
+    threshold: float = 0.8,
+    text_column: str = "prompt",
+    id_column: str = "id",
+    reference_name: str = "sft",
+    **options,
+) -> StepResult:
+    """Drop rows of `df` that duplicate any row of `reference` (e.g. RL items already in the SFT set).
+
+    Rows of `df` duplicating only each other are kept: that is the dedup steps' job.
+    """
+    require_columns(df, [text_column, id_column], where="separate_from input")
+    require_columns(reference, [text_column], where=f"{reference_name} reference")
+    ref_ids = (reference[id_column] if id_column in reference.columns
+               else pl.Series([f"#{i}" for i in range(reference.height)])).cast(pl.String)
+    step = {"exact": exact_dedup, "minhash": minhash_dedup, "embedding": embedding_dedup}.get(method)
+    if step is None:
+        raise ValueError(f"unknown dedup method {method!r} (use exact, minhash or embedding)")
+    # Reference rows first, so every cluster that contains one is represented by one; positions as ids
+    # so that ids shared between the two sets cannot be confused.
+    n_ref = reference.height
+    both = pl.DataFrame({
+        "pos": np.arange(n_ref + df.height),
+        "text": pl.concat([reference[text_column].cast(pl.String), df[text_column].cast(pl.String)]),
+    })
+    kwargs = options if method == "exact" else {"threshold": threshold, **options}
+    clusters = step(both, text_column="text", id_column="pos", **kwargs).clusters.slice(n_ref)
+    rep = clusters["cluster"].to_numpy()
+    hit = rep < n_ref
+    ref_id = ref_ids.gather(np.where(hit, rep, 0)) if n_ref else pl.Series([""] * df.height)
+    sim = clusters["similarity"].round(3)
+    reason = pl.select(
+        pl.when(pl.Series(hit))
+        .then(pl.format(f"duplicate of {reference_name} item {{}} ({method} {{}})", ref_id, sim))
+    ).to_series()
+    evidence = pl.DataFrame({"id": df[id_column], "cluster": df[id_column].cast(pl.String)}).with_columns(
+        pl.when(pl.Series(hit)).then(ref_id).otherwise(
+            df[id_column].cast(pl.String).gather(np.where(hit, 0, rep - n_ref))).alias("cluster"),
+        pl.Series("kept", ~hit), sim.alias("similarity"),
+    )
+    return split_by_reason(df, reason, f"{reference_name}-separation",
+                           f"duplicates of {reference_name} items ({method}, threshold {threshold})",
+                           clusters=evidence)

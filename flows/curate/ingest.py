@@ -1,0 +1,233 @@
+"""Ingest JSONL, Parquet and Hugging Face `datasets` saved to disk into the canonical item schema.
+
+A file that cannot be read at all is an InputError (one line, naming the file). Rows that can be read
+but are bad (a broken JSON line, an empty prompt, a duplicate id) go to quarantine with a reason.
+Missing ids are assigned from the source name and row number, and counted.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from flows.errors import InputError
+from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON, validate_items
+
+# Where a canonical column is looked for when the mapping does not name it: first match wins.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "id": ("id", "uid", "idx", "problem_id"),
+    "prompt": ("prompt", "problem", "question", "input", "query"),
+    "reference": ("reference", "solution", "answer", "output", "target"),
+    "source": ("source",),
+    "domain": ("domain",),
+    "task": ("task", "type", "category"),
+    "metadata": ("metadata",),
+}
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
+def detect_format(path: Path) -> str:
+    if path.is_dir():
+        if any((path / f).exists() for f in ("dataset_info.json", "state.json", "dataset_dict.json")):
+            return "hf"
+        raise InputError(f"{path}: a directory but not a Hugging Face dataset saved with save_to_disk")
+    if path.suffix in JSONL_SUFFIXES:
+        return "jsonl"
+    if path.suffix == ".parquet":
+        return "parquet"
+    raise InputError(f"{path}: unknown file type {path.suffix!r} (use .jsonl, .parquet or a datasets folder)")
+
+
+def read_raw(path: str | Path, split: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows as stored, broken lines). Broken lines have `line`, `raw` and `reason` columns."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    fmt = detect_format(path)
+    broken = pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String})
+    if fmt == "jsonl":
+        return _read_jsonl(path)
+    if fmt == "parquet":
+        try:
+            return pl.read_parquet(path), broken
+        except Exception as exc:  # polars raises several types for corrupt files
+            raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    return _read_hf(path, split), broken
+
+
+def read_table(path: str | Path, *, strict: bool = True, split: str | None = None) -> pl.DataFrame:
+    """The rows of a JSONL/Parquet/datasets file. `strict`: a broken JSON line is an InputError;
+    otherwise broken lines are skipped (use `read_raw` or `load_items` to keep them in quarantine)."""
+    rows, broken = read_raw(path, split)
+    if strict and broken.height:
+        first = broken.row(0, named=True)
+        more = f" (+{broken.height - 1} more)" if broken.height > 1 else ""
+        raise InputError(f"{path}: line {first['line']}: {first[QUARANTINE_REASON]}{more}")
+    return rows
+
+
+def _read_jsonl(path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    good: list[bytes] = []
+    bad: list[tuple[int, str, str]] = []
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                bad.append((number, line.decode("utf-8", "replace")[:2000], f"invalid JSON: {exc}"))
+                continue
+            if not isinstance(value, dict):
+                bad.append((number, line.decode("utf-8", "replace")[:2000], "not a JSON object"))
+                continue
+            good.append(line.rstrip(b"\r\n"))
+    broken = pl.DataFrame(bad, schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String},
+                          orient="row")
+    if not good:
+        return pl.DataFrame(), broken
+    try:
+        rows = pl.read_ndjson(io.BytesIO(b"\n".join(good)), infer_schema_length=None)
+    except Exception:  # noqa: BLE001 - mixed types across lines: fall back to text values
+        records = [json.loads(line) for line in good]
+        rows = pl.DataFrame([{k: _as_text(v) for k, v in r.items()} for r in records],
+                            infer_schema_length=None)
+    return rows, broken
+
+
+def _as_text(value) -> str | None:
+    return value if value is None or isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _read_hf(path: Path, split: str | None) -> pl.DataFrame:
+    import datasets
+
+    try:
+        ds = datasets.load_from_disk(str(path))
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types for unreadable folders
+        raise InputError(f"{path}: not a readable datasets folder ({str(exc).splitlines()[0]})") from None
+    if isinstance(ds, datasets.DatasetDict):
+        names = list(ds)
+        chosen = split or ("train" if "train" in ds else names[0] if len(names) == 1 else None)
+        if chosen not in ds:
+            raise InputError(f"{path}: choose a split with --split (has: {', '.join(names)})")
+        ds = ds[chosen]
+    return pl.from_arrow(ds.data.table)
+
+
+@dataclass
+class Ingested:
+    items: pl.DataFrame
+    quarantined: pl.DataFrame
+    ids_assigned: int
+    rows_read: int
+
+
+def to_items(
+    raw: pl.DataFrame,
+    *,
+    source: str,
+    mapping: dict[str, str] | None = None,
+    domain: str = "math",
+    task: str = "",
+    where: str = "input",
+) -> tuple[pl.DataFrame, int]:
+    """Rename, fill and pack a raw frame into the canonical columns; returns (frame, ids assigned).
+
+    `mapping` maps canonical names to the file's column names; unmapped canonical columns are found by
+    ALIASES. Columns that are not canonical are kept inside `metadata` (a JSON object).
+    """
+    mapping = dict(mapping or {})
+    for col, source_col in mapping.items():
+        if col not in ITEM_COLUMNS:
+            raise InputError(f"{where}: mapping names unknown column {col!r} (canonical: {', '.join(ITEM_COLUMNS)})")
+        if source_col not in raw.columns:
+            raise InputError(f"{where}: mapping {col}={source_col}: no column {source_col!r} "
+                             f"(has: {', '.join(raw.columns)})")
+    for col, aliases in ALIASES.items():
+        if col not in mapping:
+            found = next((a for a in aliases if a in raw.columns and a not in mapping.values()), None)
+            if found is not None:
+                mapping[col] = found
+    if "prompt" not in mapping:
+        raise InputError(f"{where}: no prompt column (looked for {', '.join(ALIASES['prompt'])}; "
+                         f"has: {', '.join(raw.columns) or 'no columns'}); map one with --map prompt=COLUMN")
+    used = set(mapping.values())
+    extra = [c for c in raw.columns if c not in used]
+    out = {col: _text(raw[src]) for col, src in mapping.items() if col != "metadata"}
+    n = raw.height
+    rows = pl.Series(range(n))
+    ids = out.get("id", pl.Series([None] * n, dtype=pl.String))
+    missing = ids.is_null() | (ids.str.strip_chars() == "")
+    out["id"] = pl.select(
+        pl.when(missing).then(pl.format(f"{source}-{{}}", rows.cast(pl.String).str.zfill(6))).otherwise(ids)
+    ).to_series()
+    out.setdefault("source", pl.Series([source] * n, dtype=pl.String))
+    out.setdefault("domain", pl.Series([domain] * n, dtype=pl.String))
+    out.setdefault("task", pl.Series([task] * n, dtype=pl.String))
+    out.setdefault("reference", pl.Series([None] * n, dtype=pl.String))
+    out["metadata"] = _metadata(raw, mapping.get("metadata"), extra)
+    frame = pl.DataFrame({c: out[c].alias(c) for c in ITEM_COLUMNS})
+    return frame, int(missing.sum())
+
+
+def _text(col: pl.Series) -> pl.Series:
+    if col.dtype == pl.String:
+        return col
+    if col.dtype.is_numeric() or col.dtype == pl.Boolean:
+        return col.cast(pl.String)
+    return pl.Series([_as_text(v) for v in col.to_list()], dtype=pl.String)
+
+
+def _metadata(raw: pl.DataFrame, meta_col: str | None, extra: list[str]) -> pl.Series:
+    """A JSON object per row: the row's own metadata (an object, or JSON text of one) plus extra columns.
+    Metadata that is not an object stays as is, so validation quarantines it with its reason."""
+    base = raw[meta_col].to_list() if meta_col else [None] * raw.height
+    rest = ([{k: v for k, v in r.items() if v is not None} for r in raw.select(extra).to_dicts()]
+            if extra else [{}] * raw.height)
+    out = []
+    for meta, more in zip(base, rest, strict=True):
+        if isinstance(meta, str):
+            try:
+                parsed = json.loads(meta)
+            except json.JSONDecodeError:
+                out.append(meta)
+                continue
+            meta = parsed
+        if meta is not None and not isinstance(meta, dict):
+            out.append(json.dumps(meta))
+            continue
+        out.append(json.dumps({**more, **(meta or {})}, ensure_ascii=False, sort_keys=True, default=str))
+    return pl.Series(out, dtype=pl.String)
+
+
+def load_items(
+    path: str | Path,
+    *,
+    source: str | None = None,
+    mapping: dict[str, str] | None = None,
+    domain: str = "math",
+    task: str = "",
+    split: str | None = None,
+) -> Ingested:
+    """Read one file into canonical items; broken lines and invalid rows are quarantined with a reason."""
+    path = Path(path)
+    source = source or path.stem
+    raw, broken = read_raw(path, split)
+    if raw.height == 0 and raw.width == 0:
+        items, assigned = pl.DataFrame(schema=ITEM_COLUMNS), 0
+    else:
+        items, assigned = to_items(raw, source=source, mapping=mapping, domain=domain, task=task, where=str(path))
+    valid, bad = validate_items(items, where=str(path))
+    lines = broken.select(
+        *[pl.lit(None, dtype=dtype).alias(c) for c, dtype in ITEM_COLUMNS.items() if c not in ("source", "metadata")],
+        pl.lit(source).alias("source"),
+        pl.struct(line="line", raw="raw").struct.json_encode().alias("metadata"),
+        pl.format("line {}: {}", "line", QUARANTINE_REASON).alias(QUARANTINE_REASON),
+    ).select(*ITEM_COLUMNS, QUARANTINE_REASON)
+    quarantined = pl.concat([bad.select(*ITEM_COLUMNS, QUARANTINE_REASON), lines], how="vertical_relaxed")
+    return Ingested(valid, quarantined, assigned, raw.height + broken.height)
