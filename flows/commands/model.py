@@ -43,40 +43,21 @@ def init(
     ] = None,
 ) -> None:
     """A randomly initialised hybrid model and a byte-level BPE tokenizer trained on CORPUS, as an HF checkpoint."""
-    import torch
-
     from flows.atomic import atomic_dir
     from flows.config import load_config
-    from m1model import M1Config, M1ForCausalLM, train_tokenizer
-    from m1model.config import hybrid_layer_types
+    from flows.train import build_model
+    from m1model import train_tokenizer
 
     if output.exists():
         raise InputError(f"{output}: already exists (checkpoints are never overwritten)")
     texts = read_lines(corpus, "corpus")
     spec = load_config(config, overrides or []).model
     tokenizer = train_tokenizer(texts, spec.vocab_size)
-    model_config = M1Config(
-        vocab_size=len(tokenizer),
-        hidden_size=spec.hidden_size,
-        num_hidden_layers=spec.num_hidden_layers,
-        num_attention_heads=spec.num_attention_heads,
-        num_key_value_heads=spec.num_key_value_heads,
-        head_dim=spec.head_dim,
-        intermediate_size=spec.intermediate_size,
-        num_local_experts=spec.num_local_experts,
-        num_experts_per_tok=spec.num_experts_per_tok,
-        layer_types=hybrid_layer_types(spec.num_hidden_layers, spec.softmax_every),
-        fp32_lm_head=spec.fp32_lm_head,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(spec.seed)
-    model = M1ForCausalLM(model_config)
+    model = build_model(spec, tokenizer)
     with atomic_dir(output) as tmp:
         model.save_pretrained(tmp, tokenizer=tokenizer)
     n_params = sum(p.numel() for p in model.parameters())
-    kinds = "".join("S" if t == "full_attention" else "L" for t in model_config.layer_types)
+    kinds = "".join("S" if t == "full_attention" else "L" for t in model.config.layer_types)
     Console().print(
         f"wrote {output}: {n_params / 1e6:.2f}M parameters, layers {kinds} (L lightning, S softmax), "
         f"vocab {len(tokenizer)} trained on {len(texts)} lines",
