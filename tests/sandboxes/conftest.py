@@ -8,6 +8,7 @@ import os
 import psutil
 import pytest
 
+import sandboxes
 import sandboxes.workspace
 from sandboxes import SandboxUnavailable, get_sandbox
 
@@ -55,3 +56,13 @@ def nothing_left_behind(leased_uids):
             ):
                 survivors.append(p)
         assert not survivors, f"sandbox processes survived: {survivors}"
+    docker = sandboxes._cache.get("docker")
+    if docker is not None:
+        from sandboxes.container import LABEL
+
+        mine = [
+            c
+            for c in docker.client.containers.list(all=True, filters={"label": LABEL})
+            if int(c.labels[LABEL]) in leased_uids
+        ]
+        assert not mine, f"containers left behind: {mine}"
