@@ -1,0 +1,104 @@
+"""Test-suite generation against a real HTTP server on loopback that speaks OpenAI chat completions.
+
+No LLM runs here, so the server replies with canned inputs in the exact response format; what is
+under test is the client and, above all, the agreement logic over real sandboxed reference solutions.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+import uvicorn
+from fastapi import FastAPI, Request
+
+from verifiers.testgen import EndpointError, Solution, generate_suite
+
+PROBLEM = "Given n and then n integers, print the maximum of the integers. 1 <= n <= 10^5, |a_i| <= 10^9."
+INPUTS = ["3\n1 5 2\n", "1\n-7\n", "4\n-1 -2 -3 -4\n", "2\n1000000000 -1000000000\n", "3\n1 5 2\n", "0\n\n"]
+
+
+def _completion(content: str) -> dict:
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "local-test",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 60, "total_tokens": 180},
+    }
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    app = FastAPI()
+    seen: list[dict] = []
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        seen.append({"body": body, "auth": request.headers.get("authorization")})
+        if body["model"] == "broken":
+            return _completion("Sure! Here are some inputs: 1 2 3")
+        fenced = "```json\n" + json.dumps({"inputs": INPUTS}) + "\n```"
+        return _completion(fenced)
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/v1", seen
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+MAX_A = "n = int(input())\nprint(max(map(int, input().split())))"
+MAX_B = "import sys\ndata = sys.stdin.read().split()\nprint(sorted(int(x) for x in data[1:1 + int(data[0])])[-1])"
+# Wrong on all-negative input: starts its running maximum at 0.
+MAX_WRONG = "n = int(input())\nbest = 0\nfor x in map(int, input().split()):\n    best = max(best, x)\nprint(best)"
+
+
+def test_keeps_only_inputs_the_references_agree_on(endpoint):
+    url, seen = endpoint
+    suite = generate_suite(PROBLEM, [Solution(MAX_A), Solution(MAX_B), Solution(MAX_WRONG)], endpoint=url,
+                           model="local-test", api_key="secret", n_inputs=6)
+    kept = {t["input"]: t["output"].strip() for t in suite.tests}
+    assert kept == {"3\n1 5 2\n": "5", "2\n1000000000 -1000000000\n": "1000000000"}
+    reasons = {r["input"]: r["reason"] for r in suite.rejected}
+    assert "disagree" in reasons["1\n-7\n"]  # the wrong reference prints 0
+    assert "disagree" in reasons["4\n-1 -2 -3 -4\n"]
+    assert "runtime_error" in reasons["0\n\n"]  # max() of nothing: outside the constraints
+    assert suite.summary() == {"proposed": 6, "kept": 2, "rejected": 3, "broken_solutions": 0}  # one duplicate
+    request = seen[-1]
+    assert request["auth"] == "Bearer secret" and request["body"]["model"] == "local-test"
+    assert request["body"]["messages"][1]["content"].startswith("Problem:\n" + PROBLEM)
+
+
+def test_agreeing_references_keep_everything_valid(endpoint):
+    url, _ = endpoint
+    suite = generate_suite(PROBLEM, [Solution(MAX_A), Solution(MAX_B)], endpoint=url, model="local-test")
+    assert [t["output"].strip() for t in suite.tests] == ["5", "-7", "-1", "1000000000"]
+
+
+def test_broken_reference_is_reported_not_voted(endpoint):
+    url, _ = endpoint
+    suite = generate_suite(PROBLEM, [Solution("def (:"), Solution(MAX_A)], endpoint=url, model="local-test")
+    assert suite.broken_solutions[0]["solution"] == 0 and "SyntaxError" in suite.broken_solutions[0]["error"]
+    assert len(suite.tests) == 4  # the remaining reference decides alone
+
+
+def test_endpoint_errors_are_clear(endpoint):
+    url, _ = endpoint
+    with pytest.raises(EndpointError, match="not JSON"):
+        generate_suite(PROBLEM, [Solution(MAX_A)], endpoint=url, model="broken")
+    with pytest.raises(EndpointError, match="404"):
+        generate_suite(PROBLEM, [Solution(MAX_A)], endpoint=url + "/nope", model="local-test")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    with pytest.raises(EndpointError, match="unreachable"):
+        generate_suite(PROBLEM, [Solution(MAX_A)], endpoint=f"http://127.0.0.1:{dead}/v1", model="m", timeout_s=2)

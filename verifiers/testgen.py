@@ -1,0 +1,175 @@
+"""Test-suite generation for coding problems that come without tests.
+
+A model (any OpenAI-compatible chat-completions endpoint: vLLM, SGLang, `m1 serve model`, a hosted API)
+proposes test *inputs* only; it is never trusted with outputs. Every reference solution runs on every
+input in the sandbox, and an input is kept only when all reference solutions finish normally and agree
+on the output (compared as the code verifier compares). Disagreement means an input outside the
+problem's constraints or a wrong reference, and either way the input cannot be a test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from sandboxes import Limits, get_sandbox
+from verifiers.code import outputs_match
+
+SYSTEM_PROMPT = (
+    "You write test inputs for competitive-programming problems. Reply with a JSON object "
+    '{"inputs": [...]} whose items are complete standard-input texts that satisfy every constraint of '
+    "the problem. Cover edge cases (smallest and largest sizes, equal and extreme values) and a few "
+    "random cases. Do not include expected outputs."
+)
+MAX_INPUT_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Solution:
+    code: str
+    language: str = "python"
+
+
+@dataclass
+class Suite:
+    tests: list[dict[str, str]] = field(default_factory=list)  # {"input", "output"}
+    rejected: list[dict[str, Any]] = field(default_factory=list)  # {"input", "reason"}
+    broken_solutions: list[dict[str, Any]] = field(default_factory=list)  # failed to build
+    proposed: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "proposed": self.proposed,
+            "kept": len(self.tests),
+            "rejected": len(self.rejected),
+            "broken_solutions": len(self.broken_solutions),
+        }
+
+
+class EndpointError(RuntimeError):
+    """The endpoint could not be used (unreachable, HTTP error, unusable reply)."""
+
+
+def _inputs_from_reply(content: str) -> list[str]:
+    """The ``inputs`` list from a reply; tolerates a fenced JSON block around it."""
+    fenced = re.search(r"```(?:json)?\s*\n(.*?)```", content, re.DOTALL)
+    text = fenced.group(1) if fenced else content
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EndpointError(f"model reply is not JSON: {exc.msg}") from None
+    inputs = data.get("inputs") if isinstance(data, dict) else data
+    if not isinstance(inputs, list):
+        raise EndpointError('model reply has no "inputs" list')
+    return [str(x) if isinstance(x, str) else json.dumps(x) for x in inputs]
+
+
+def request_inputs(
+    client: httpx.Client, problem: str, *, model: str, n_inputs: int = 10, temperature: float = 0.7
+) -> list[str]:
+    """Ask the endpoint for up to `n_inputs` test inputs for `problem` (chat completions API)."""
+    body = {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"Problem:\n{problem}\n\nWrite {n_inputs} test inputs."},
+        ],
+        "temperature": temperature,
+        "response_format": {"type": "json_object"},
+    }
+    try:
+        reply = client.post("/chat/completions", json=body)
+        reply.raise_for_status()
+        content = reply.json()["choices"][0]["message"]["content"]
+    except httpx.HTTPStatusError as exc:
+        raise EndpointError(f"endpoint answered {exc.response.status_code}: {exc.response.text[:200]}") from None
+    except httpx.HTTPError as exc:
+        raise EndpointError(f"endpoint unreachable: {exc}") from None
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise EndpointError("endpoint reply is not a chat completion") from None
+    return _inputs_from_reply(content or "")[:n_inputs]
+
+
+def build_suite(
+    inputs: Sequence[str],
+    solutions: Sequence[Solution],
+    *,
+    backend: str = "process",
+    limits: Limits | None = None,
+    tolerance: float = 1e-6,
+) -> Suite:
+    """Run every solution on every input; keep the inputs on which all working solutions agree.
+
+    A solution that does not build is reported in `broken_solutions` and has no vote."""
+    limits = limits or Limits(cpu_s=2.0, wall_s=5.0, memory_mb=512)
+    suite = Suite(proposed=len(inputs))
+    unique = list(dict.fromkeys(i if i.endswith("\n") else i + "\n" for i in inputs))
+    oversized = [i for i in unique if len(i.encode()) > MAX_INPUT_BYTES]
+    suite.rejected += [{"input": i[:200] + "...", "reason": "input over 1 MiB"} for i in oversized]
+    unique = [i for i in unique if i not in oversized]
+
+    sandbox = get_sandbox(backend)
+    # outputs[k][j]: solution k on input j, or the reason it produced none
+    outputs: list[list[str | None]] = []
+    reasons: list[list[str]] = []
+    for k, solution in enumerate(solutions):
+        if solution.language == "python":
+            try:
+                compile(solution.code, "main.py", "exec")  # parse only: a syntax error is a broken build
+            except (SyntaxError, ValueError) as exc:
+                suite.broken_solutions.append({"solution": k, "error": f"{type(exc).__name__}: {exc}"})
+                continue
+        with sandbox.program(solution.language, solution.code) as program:
+            if not program.built:
+                assert program.compile_result is not None
+                err = program.compile_result.stderr.decode("utf-8", "replace")[:300]
+                suite.broken_solutions.append({"solution": k, "error": err})
+                continue
+            outs: list[str | None] = []
+            why: list[str] = []
+            for text in unique:
+                run = program.run(stdin=text.encode(), limits=limits)
+                outs.append(run.stdout.decode("utf-8", "replace") if run.ok else None)
+                why.append("" if run.ok else f"solution {k}: {run.describe()}")
+            outputs.append(outs)
+            reasons.append(why)
+    if not outputs:
+        suite.rejected += [{"input": i, "reason": "no reference solution builds"} for i in unique]
+        return suite
+
+    for j, text in enumerate(unique):
+        column = [outs[j] for outs in outputs]
+        failed = [reasons[k][j] for k, out in enumerate(column) if out is None]
+        if failed:
+            suite.rejected.append({"input": text, "reason": "; ".join(failed)})
+        elif all(outputs_match(out, column[0], tolerance) for out in column[1:]):  # type: ignore[arg-type]
+            suite.tests.append({"input": text, "output": column[0]})  # type: ignore[dict-item]
+        else:
+            distinct = len({" ".join(out.split()) for out in column if out is not None})
+            suite.rejected.append({"input": text, "reason": f"reference solutions disagree ({distinct} distinct outputs)"})
+    return suite
+
+
+def generate_suite(
+    problem: str,
+    solutions: Sequence[Solution],
+    *,
+    endpoint: str,
+    model: str,
+    api_key: str | None = None,
+    n_inputs: int = 10,
+    backend: str = "process",
+    limits: Limits | None = None,
+    timeout_s: float = 120.0,
+) -> Suite:
+    """Ask `endpoint` (base URL ending in /v1) for inputs, then keep those the solutions agree on."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    transport = httpx.HTTPTransport(retries=2)  # connection failures only; HTTP errors are reported
+    with httpx.Client(base_url=endpoint.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport) as client:
+        inputs = request_inputs(client, problem, model=model, n_inputs=n_inputs)
+    return build_suite(inputs, solutions, backend=backend, limits=limits)
