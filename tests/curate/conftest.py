@@ -1,0 +1,48 @@
+"""A real OpenAI-compatible HTTP server on localhost, with a rule-based 'model' supplied by each test."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+
+
+@pytest.fixture
+def openai_server():
+    """Start servers from handlers: chat(body) -> list of reply texts (n of them); returns the base URL."""
+    import uvicorn
+    from fastapi import FastAPI
+
+    servers = []
+
+    def start(chat: Callable[[dict], list[str]], completions: Callable[[dict], list[list[str]]] | None = None):
+        app = FastAPI()
+        seen: list[dict] = []
+
+        @app.post("/v1/chat/completions")
+        def chat_route(body: dict):
+            seen.append(body)
+            return {"choices": [{"index": i, "message": {"role": "assistant", "content": t}}
+                                for i, t in enumerate(chat(body))]}
+
+        @app.post("/v1/completions")
+        def completions_route(body: dict):
+            seen.append(body)
+            per_prompt = completions(body)
+            n = body.get("n", 1)
+            return {"choices": [{"index": p * n + j, "text": t} for p, texts in enumerate(per_prompt)
+                                for j, t in enumerate(texts)]}
+
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            threading.Event().wait(0.02)
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1", seen
+
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(5)
