@@ -89,53 +89,69 @@ def evaluate(text: str) -> Evaluated:
     return Evaluated(walk(tree.body), numbers, steps)
 
 
-def _combine(a: Fraction, b: Fraction, positive_integers: bool) -> list[tuple[Fraction, str]]:
+def _float_ops(a: float, b: float) -> list[tuple[float, str]]:
     out = [(a + b, "+"), (a * b, "*"), (a - b, "-")]
     if b != 0:
         out.append((a / b, "/"))
-    if positive_integers:
-        out = [(v, o) for v, o in out if v > 0 and v.denominator == 1]
     return out
 
 
-def solve(numbers: list[int], target: int, positive_integers: bool = False) -> tuple[str | None, int]:
-    """An expression using every number exactly once that equals target (or None), and the number of
-    search nodes visited. Depth-first over pairwise combinations, with memo of visited multisets."""
-    nodes = 0
-    seen: set[tuple[Fraction, ...]] = set()
+class _OutOfBudget(Exception):
+    pass
 
-    def rec(items: list[tuple[Fraction, str]]) -> str | None:
+
+def solve(numbers: list[int], target: int, max_nodes: int | None = None) -> tuple[str | None, int]:
+    """An expression using every number exactly once that equals target, and the number of search
+    nodes visited. None when no solution was found (within ``max_nodes``, which generators use to
+    redraw numbers instead of waiting on a rare hard case).
+
+    Depth-first over pairwise combinations, skipping multisets of values already explored. The search
+    runs in floats (Fractions make it several times slower) and every hit is confirmed exactly, so a
+    rounding coincidence can never yield a wrong expression; at worst a solution is missed and the
+    generator draws new numbers."""
+    nodes = 0
+    seen: set[tuple[float, ...]] = set()
+
+    def rec(items: list[tuple[float, Any]]) -> Any:
         nonlocal nodes
         nodes += 1
-        if len(items) == 1:
-            return items[0][1] if items[0][0] == target else None
-        key = tuple(sorted(v for v, _ in items))
+        if max_nodes is not None and nodes > max_nodes:
+            raise _OutOfBudget
+        key = tuple(sorted(round(v, 9) for v, _ in items))
         if key in seen:
             return None
         seen.add(key)
         for i, j in itertools.permutations(range(len(items)), 2):
             (a, ea), (b, eb) = items[i], items[j]
             rest = [items[k] for k in range(len(items)) if k not in (i, j)]
-            for v, op in _combine(a, b, positive_integers):
+            for v, op in _float_ops(a, b):
                 if op in "+*" and i > j:  # commutative: the (j, i) order covers it
                     continue
-                found = rec(rest + [(v, f"({ea} {op} {eb})")])
-                if found:
+                expr = (op, ea, eb)
+                if not rest:  # last step: compare instead of recursing
+                    if abs(v - target) < 1e-9 and evaluate(_render(expr, top=True)).value == target:
+                        return expr
+                    continue
+                found = rec([*rest, (v, expr)])
+                if found is not None:
                     return found
         return None
 
-    expr = rec([(Fraction(n), str(n)) for n in numbers])
-    return (_strip_outer(expr) if expr else None), nodes
+    if len(numbers) == 1:
+        return (str(numbers[0]) if numbers[0] == target else None), 1
+    try:
+        tree = rec([(float(n), n) for n in numbers])
+    except _OutOfBudget:
+        return None, nodes
+    return (_render(tree, top=True) if tree is not None else None), nodes
 
 
-def _strip_outer(expr: str) -> str:
-    """Drop one pair of parentheses around the whole expression, if they enclose all of it."""
-    depth = 0
-    for i, c in enumerate(expr):
-        depth += (c == "(") - (c == ")")
-        if depth == 0 and i < len(expr) - 1:
-            return expr
-    return expr[1:-1] if expr.startswith("(") else expr
+def _render(tree: Any, top: bool = False) -> str:
+    if isinstance(tree, int):
+        return str(tree)
+    op, a, b = tree
+    text = f"{_render(a)} {op} {_render(b)}"
+    return text if top else f"({text})"
 
 
 def score_expression(

@@ -28,7 +28,7 @@ def vertex_sequence(text: str) -> list[int]:
 
 def vertex_map(text: str, n: int) -> dict[int, int] | None:
     """'1: 2, 2: 1' or '1=2 2=1' pairs; else exactly n bare numbers read as values for 1..n; else None."""
-    pairs = re.findall(r"(\d+)\s*(?::|=|->|→)\s*(\d+)", text)
+    pairs = re.findall(r"(?<!\d)(\d+)\s*(?::|=|->|→)\s*(\d+)", text)  # lookbehind: linear on long digit runs
     if pairs:
         out: dict[int, int] = {}
         for v, c in pairs:
