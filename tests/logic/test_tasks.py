@@ -87,12 +87,18 @@ def test_answer_found_among_reasoning_text(name, difficulty):
     assert reward == 1.0, details
 
 
-@pytest.mark.parametrize(("name", "difficulty"), CASES, ids=IDS)
-def test_generation_is_deterministic_and_verifiable_as_an_item(name, difficulty):
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_generation_is_deterministic(name):
+    """Regenerating gives the same instance (checked at both ends of the scale to keep the suite fast)."""
     task = TASKS[name]
+    for difficulty in (task.difficulties[0], task.difficulties[-1]):
+        assert task.generate(difficulty, SEEDS[0]) == instance(name, difficulty, SEEDS[0])
+
+
+@pytest.mark.parametrize(("name", "difficulty"), CASES, ids=IDS)
+def test_items_round_trip_through_the_logic_verifier(name, difficulty):
     inst = instance(name, difficulty, SEEDS[0])
-    assert task.generate(difficulty, SEEDS[0]) == inst
-    item = inst.to_item(0) | {"response": wrap(inst.answer)}
+    item = json.loads(json.dumps(inst.to_item(0))) | {"response": wrap(inst.answer)}
     (reward,) = LogicVerifier().verify([item])
     assert reward.reward == 1.0, reward.details
 

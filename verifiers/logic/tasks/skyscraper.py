@@ -34,21 +34,26 @@ def visible(heights: list[int]) -> int:
 
 
 def _model(n: int, counts: dict[tuple[str, int], int]):
-    """Latin square rules plus one guard literal per clued line: "exactly `count` visible from there"."""
+    """Latin square rules plus one guard literal per clued line: "exactly `count` visible from there".
+
+    Visibility uses order literals: taller[i][v] says the tallest of the first i+1 buildings in viewing
+    order is at least v, built incrementally, so building k is visible iff for its height v the prefix
+    before it is not yet at least v. That keeps every gate at two inputs.
+    """
     model, x = latin_model(n)
-    # lt[r][c][v]: the building at (r, c) is lower than v
-    lt = [[{v: model.or_gate([x[r][c][u] for u in range(1, v)]) for v in range(2, n + 1)} for c in range(n)]
-          for r in range(n)]
+    at_least = [[{v: model.or_gate([x[r][c][u] for u in range(v, n + 1)]) for v in range(2, n + 1)} for c in range(n)]
+                for r in range(n)]
     guards: dict[tuple[str, int], int] = {}
     for side, side_lines in lines(n).items():
         for i, cells in enumerate(side_lines):
             if (side, i) not in counts:
                 continue
-            seen = []
-            for k, (r, c) in enumerate(cells):
-                ways = [x[r][c][1]] if k == 0 else []
-                ways += [model.and_gate([x[r][c][v], *(lt[a][b][v] for a, b in cells[:k])]) for v in range(2, n + 1)]
-                seen.append(model.or_gate(ways))
+            (r0, c0) = cells[0]
+            seen = [model.or_gate([x[r0][c0][v] for v in range(1, n + 1)])]  # the first is always seen
+            taller = dict(at_least[r0][c0])
+            for r, c in cells[1:]:
+                seen.append(model.or_gate([model.and_gate([x[r][c][v], -taller[v]]) for v in range(2, n + 1)]))
+                taller = {v: model.or_gate([taller[v], at_least[r][c][v]]) for v in range(2, n + 1)}
             guards[side, i] = g = model.fresh()
             model.exactly(seen, counts[side, i], guard=g)
     return model, x, guards
