@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 from sandboxes.base import Program, Sandbox
@@ -31,11 +32,16 @@ __all__ = [
 ]
 
 _cache: dict[str, Sandbox] = {}
+_cache_pid = os.getpid()
 
 
 def get_sandbox(backend: Literal["process", "docker"] = "process") -> Sandbox:
     """The sandbox for a backend (one instance per process). Raises SandboxUnavailable with the fix
     when the backend cannot run here (no bubblewrap, no Docker engine)."""
+    global _cache_pid
+    if _cache_pid != os.getpid():  # a forked worker: never share the parent's engine connections
+        _cache.clear()
+        _cache_pid = os.getpid()
     if backend not in _cache:
         if backend == "process":
             _cache[backend] = ProcessSandbox()

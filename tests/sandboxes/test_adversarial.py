@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -181,3 +182,17 @@ def test_killing_the_parent_is_contained(sandbox):
 def test_kill_everything_it_can_see(sandbox):
     r = sandbox.run(["python3", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"])
     assert r.status in ("killed", "ok"), r.describe()  # it may only take down its own sandbox
+
+
+def test_fork_bomb_does_not_starve_a_concurrent_run(sandbox):
+    from concurrent.futures import ThreadPoolExecutor
+
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    with ThreadPoolExecutor(2) as pool:
+        bombing = pool.submit(sandbox.run, ["python3", "-c", bomb], limits=Limits(processes=16, wall_s=2))
+        time.sleep(0.5)  # let the bomb reach its process limit first
+        normal = sandbox.run(
+            ["python3", "-c", "import os\nif os.fork() == 0: os._exit(0)\nos.wait(); print('ok')"]
+        )
+        assert bombing.result().status == "timeout"
+    assert normal.status == "ok" and normal.stdout == b"ok\n"  # its own process budget, untouched

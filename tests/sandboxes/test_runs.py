@@ -101,3 +101,14 @@ def test_built_program_cannot_change_its_work_dir(sandbox):
 def test_scratch_files_go_to_tmp(sandbox):
     r = sandbox.run_program("python", "open('/tmp/x', 'w').write('1'); print(open('/tmp/x').read())")
     assert r.status == "ok" and r.stdout == b"1\n"
+
+
+def test_concurrent_runs_from_threads(sandbox):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int) -> bytes:
+        return sandbox.run(["python3", "-c", f"print(input() * {i})"], stdin=b"ab\n").stdout
+
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(one, range(8)))
+    assert outs == [b"ab" * i + b"\n" for i in range(8)]
