@@ -35,7 +35,33 @@ class DataConfig(Section):
     benchmark_paths: list[str] = Field(default_factory=list, description="benchmark files for contamination")
 
 
+class SourceConfig(Section):
+    """One input of the curation flow: a JSONL/Parquet file or a `datasets` folder, mapped to the schema."""
+
+    path: str
+    name: str | None = Field(None, description="source name (default: the file name)")
+    mapping: dict[str, str] = Field(default_factory=dict, description="canonical column -> file column")
+    domain: str = "math"
+    task: str = ""
+    split: str | None = Field(None, description="split of a DatasetDict folder")
+
+
 class CurateConfig(Section):
+    sources: list[SourceConfig] = Field(default_factory=list, description="inputs (default: data.input_path "
+                                        "or the bundled generator); deduplicated across sources, first wins")
+    sft_path: str | None = Field(None, description="SFT set: RL items duplicating its items are dropped")
+    clean: bool = Field(True, description="drop unusable items, reformulate multiple choice")
+    rewrite_endpoint: str | None = Field(None, description="OpenAI-compatible URL (…/v1) for MC rewrites")
+    rewrite_model: str = ""
+    minhash_mode: Literal["fast", "compat"] = Field("fast", description="compat: datasketch-identical signatures")
+    pass_rate: bool = Field(False, description="run pass-rate filtering (needs a policy)")
+    policy_endpoint: str | None = Field(None, description="OpenAI-compatible URL (…/v1) of the policy")
+    policy_model: str = ""
+    policy_api: Literal["chat", "completions"] = "chat"
+    policy_checkpoint: str | None = Field(None, description="m1model checkpoint folder, sampled in process")
+    pass_rate_max_tokens: int = Field(1024, ge=1)
+    shards: int = Field(1, ge=1, description="shards each map step runs over")
+    dask_address: str | None = Field(None, description="scheduler of an existing Dask cluster (runner dask)")
     minhash_threshold: float = Field(0.7, gt=0, lt=1, description="Jaccard threshold for near-duplicates")
     minhash_num_perm: int = Field(128, ge=16)
     shingle_size: int = Field(5, ge=1, description="word n-gram size for MinHash shingles")

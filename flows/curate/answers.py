@@ -7,6 +7,7 @@ is already a bare answer ("42", "\\frac{1}{2}") is its own answer.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 
@@ -61,8 +62,11 @@ def parses(answer: str) -> bool:
     """True if math-verify extracts a mathematical object from the answer."""
     from math_verify import parse
 
-    # math-verify's timeout uses SIGALRM, which only the main thread may set.
+    # math-verify's timeout uses SIGALRM, which only the main thread may set; in worker threads the
+    # answers parsed here are short extracted strings, so it runs without one (and without its warning).
     timeout = 5 if threading.current_thread() is threading.main_thread() else None
+    if timeout is None:
+        logging.getLogger("math_verify.parser").setLevel(logging.ERROR)
     try:
         return bool(parse(f"${answer}$", parsing_timeout=timeout))
     except Exception:  # noqa: BLE001 - a parser crash means "not parseable"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from flows.curate.minhash import Mode, cluster_representatives, jaccard, near_duplicates
+from flows.curate.minhash import Mode, Sketch, cluster_representatives, jaccard, near_duplicates
 from flows.curate.result import StepResult, split_by_reason
 from flows.curate.text import normalized
 from flows.schema import require_columns
@@ -61,12 +61,15 @@ def minhash_dedup(
     mode: Mode = "fast",
     verify: bool = True,
     seed: int = 1,
+    sketch: Sketch | None = None,
 ) -> StepResult:
     """Drop near-duplicates: MinHash LSH candidates whose exact word-shingle Jaccard reaches `threshold`
     (with `verify`; without it every LSH candidate counts, as in datasketch). Clusters are connected
-    components; each removed row's reason gives its Jaccard with the row kept for its cluster."""
+    components; each removed row's reason gives its Jaccard with the row kept for its cluster.
+    A precomputed `sketch` of the rows (e.g. concatenated from shards) skips hashing."""
     require_columns(df, [text_column, id_column], where="minhash_dedup input")
-    nd = near_duplicates(df[text_column], threshold, num_perm, shingle_size, mode, seed, verify)
+    nd = near_duplicates(sketch if sketch is not None else df[text_column].cast(pl.String), threshold,
+                         num_perm, shingle_size, mode, seed, verify)
     rep = cluster_representatives(df.height, nd.pairs)
     similarity = np.ones(df.height)
     moved = np.flatnonzero(rep != np.arange(df.height))

@@ -232,6 +232,28 @@ def jaccard(sh: Shingles, pairs: np.ndarray) -> np.ndarray:
 
 
 @dataclass
+class Sketch:
+    """Shingle hashes and signatures of a set of documents: the per-shard (map) half of MinHash dedup."""
+
+    shingles: Shingles
+    sig_t: np.ndarray  # (num_perm, n_docs)
+
+    @classmethod
+    def of(cls, texts: pl.Series, num_perm: int = 128, shingle_size: int = 5, mode: Mode = "fast",
+           seed: int = 1) -> Sketch:
+        sh = hash_shingles(texts, shingle_size, mode)
+        return cls(sh, signatures_t(sh, num_perm, seed))
+
+    @classmethod
+    def concat(cls, parts: list[Sketch]) -> Sketch:
+        counts = np.concatenate([p.shingles.counts for p in parts])
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        return cls(Shingles(offsets, np.concatenate([p.shingles.hashes for p in parts])),
+                   np.concatenate([p.sig_t for p in parts], axis=1))
+
+
+@dataclass
 class NearDuplicates:
     shingles: Shingles
     candidates: np.ndarray  # LSH candidate pairs (i < j)
@@ -240,7 +262,7 @@ class NearDuplicates:
 
 
 def near_duplicates(
-    texts: pl.Series,
+    texts: pl.Series | Sketch,
     threshold: float = 0.8,
     num_perm: int = 128,
     shingle_size: int = 5,
@@ -249,14 +271,17 @@ def near_duplicates(
     verify: bool = True,
     params: tuple[int, int] | None = None,
 ) -> NearDuplicates:
-    """Find near-duplicate pairs. With `verify`, a pair is reported only if its exact Jaccard reaches
-    `threshold`; without it, every LSH candidate is reported (datasketch's semantics)."""
-    sh = hash_shingles(texts, shingle_size, mode)
-    bands, rows = params or lsh_params(threshold, num_perm, RECALL_WEIGHTS if verify else BALANCED_WEIGHTS)
-    cand = candidate_pairs(signatures_t(sh, num_perm, seed), bands, rows, active=sh.counts > 0)
-    sim = jaccard(sh, cand)
+    """Find near-duplicate pairs among texts (or a precomputed Sketch: the reduce half).
+
+    With `verify`, a pair is reported only if its exact Jaccard reaches `threshold`; without it, every
+    LSH candidate is reported (datasketch's semantics)."""
+    sk = texts if isinstance(texts, Sketch) else Sketch.of(texts, num_perm, shingle_size, mode, seed)
+    bands, rows = params or lsh_params(threshold, sk.sig_t.shape[0],
+                                       RECALL_WEIGHTS if verify else BALANCED_WEIGHTS)
+    cand = candidate_pairs(sk.sig_t, bands, rows, active=sk.shingles.counts > 0)
+    sim = jaccard(sk.shingles, cand)
     keep = sim >= threshold if verify else np.ones(len(cand), dtype=bool)
-    return NearDuplicates(sh, cand, cand[keep], sim[keep])
+    return NearDuplicates(sk.shingles, cand, cand[keep], sim[keep])
 
 
 def cluster_representatives(n: int, pairs: np.ndarray) -> np.ndarray:

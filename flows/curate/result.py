@@ -35,3 +35,20 @@ def split_by_reason(df: pl.DataFrame, reason: pl.Series, step: str, summary: str
     kept = tagged.filter(~drop).drop(QUARANTINE_REASON)
     removed = tagged.filter(drop)
     return StepResult(kept, removed, StepCount(step, df.height, kept.height, summary), **evidence)
+
+
+def merge_results(parts: list[StepResult], order_by: str | None = None) -> StepResult:
+    """One StepResult from the same step run over shards (counts summed, frames concatenated)."""
+    def cat(frames: list[pl.DataFrame | None]) -> pl.DataFrame | None:
+        frames = [f for f in frames if f is not None]
+        if not frames:
+            return None
+        out = pl.concat(frames, how="vertical_relaxed")
+        return out.sort(order_by) if order_by and order_by in out.columns else out
+
+    first = parts[0].count
+    count = StepCount(first.step, sum(p.count.rows_in for p in parts), sum(p.count.rows_out for p in parts),
+                      first.reason)
+    return StepResult(cat([p.kept for p in parts]), cat([p.removed for p in parts]), count,
+                      clusters=cat([p.clusters for p in parts]), matches=cat([p.matches for p in parts]),
+                      rates=cat([p.rates for p in parts]))
