@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.grids import diff_cells, grid_result, parse_int_grid, render
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance
+from verifiers.logic.fill import FillInTask, givens_of, show
+from verifiers.logic.grids import render
 from verifiers.logic.latin import all_vars, latin_model, latin_violations, random_latin
 from verifiers.logic.solvers import Lit, SatModel, assumptions_of, reduce_in_phases
 
@@ -29,7 +30,7 @@ def _model(n: int, pairs: list[Pair]):
     return model, x, guards
 
 
-class Futoshiki(LogicTask):
+class Futoshiki(FillInTask):
     name = "futoshiki"
     description = "Fill a latin square that respects '<' constraints between neighbouring cells."
     levels = {d: f"{n}x{n}, givens then inequalities removed until minimal" for d, n in SIZES.items()}
@@ -49,50 +50,26 @@ class Futoshiki(LogicTask):
             kept_givens, kept_pairs = reduce_in_phases(
                 s, all_vars(x), [givens_clues, [[g] for g in guards]], rng
             )
-        givens = [[0] * n for _ in range(n)]
-        for i in kept_givens:
-            r, c = cells[i]
-            givens[r][c] = sol[r][c]
+        givens = givens_of(sol, cells, kept_givens)
         less = [[list(pairs[i][0]), list(pairs[i][1])] for i in kept_pairs]
-        shown = render([[str(v) if v else "." for v in row] for row in givens])
         rules = "\n".join(f"({a[0] + 1},{a[1] + 1}) < ({b[0] + 1},{b[1] + 1})" for a, b in less)
         prompt = (
             f"Solve this {n}x{n} Futoshiki. Fill every '.' with a number 1-{n} so that each row and each "
             f"column contains every number exactly once and every inequality holds. Cells are "
-            f"(row,column), numbered from 1 at the top-left.\n\nGrid:\n{shown}\n\nInequalities:\n{rules}\n\n"
+            f"(row,column), numbered from 1 at the top-left.\n\nGrid:\n{show(givens)}\n\nInequalities:\n{rules}\n\n"
             f"Answer with the completed grid: {n} lines of {n} numbers separated by spaces. " + ANSWER_FORMAT
         )
         puzzle = {"n": n, "givens": givens, "less": less, "solution": sol}
         return LogicInstance(self.name, difficulty, seed, prompt, render(sol), puzzle)
 
-    def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        n = puzzle["n"]
-        grid = parse_int_grid(answer, n, n)
+    def violations(self, puzzle: dict[str, Any], grid: list[list[int]]) -> list[str]:
         violations = latin_violations(grid)
-        violations += [
-            f"given ({r + 1},{c + 1})={v} changed"
-            for r, row in enumerate(puzzle["givens"])
-            for c, v in enumerate(row)
-            if v and grid[r][c] != v
-        ]
         violations += [
             f"({a[0] + 1},{a[1] + 1}) < ({b[0] + 1},{b[1] + 1}) broken"
             for a, b in puzzle["less"]
             if not grid[a[0]][a[1]] < grid[b[0]][b[1]]
         ]
-        return grid_result(diff_cells(grid, puzzle["solution"]) if violations else [], violations)
-
-    def measure(self, puzzle: dict[str, Any]) -> float:
-        return sum(v == 0 for row in puzzle["givens"] for v in row)
-
-    def corrupt(self, instance: LogicInstance, seed: int) -> str:
-        p = instance.puzzle
-        n = p["n"]
-        grid = [row[:] for row in p["solution"]]
-        blanks = [(r, c) for r in range(n) for c in range(n) if p["givens"][r][c] == 0]
-        r, c = blanks[seed % len(blanks)]
-        grid[r][c] = grid[r][c] % n + 1
-        return render(grid)
+        return violations
 
     def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
         n = puzzle["n"]

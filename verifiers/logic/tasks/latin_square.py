@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.grids import diff_cells, grid_result, parse_int_grid, render
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance
+from verifiers.logic.fill import FillInTask, givens_of, show
+from verifiers.logic.grids import render
 from verifiers.logic.latin import all_vars, latin_model, latin_violations, random_latin
 from verifiers.logic.solvers import reduce_clues
 
 SIZES = {1: 4, 2: 5, 3: 6, 4: 7, 5: 8, 6: 9}
 
 
-class LatinSquare(LogicTask):
+class LatinSquare(FillInTask):
     name = "latin_square"
     description = "Complete a partially filled latin square whose completion is unique."
     levels = {d: f"{n}x{n}, clues removed until minimal" for d, n in SIZES.items()}
@@ -26,42 +27,17 @@ class LatinSquare(LogicTask):
         cells = [(r, c) for r in range(n) for c in range(n)]
         with model.session() as s:
             kept = reduce_clues(s, all_vars(x), [[x[r][c][solution[r][c]]] for r, c in cells], rng)
-        givens = [[0] * n for _ in range(n)]
-        for i in kept:
-            r, c = cells[i]
-            givens[r][c] = solution[r][c]
-        shown = render([[str(v) if v else "." for v in row] for row in givens])
+        givens = givens_of(solution, cells, kept)
         prompt = (
             f"Complete this {n}x{n} latin square: replace every '.' with a number 1-{n} so that each row and "
-            f"each column contains every number 1-{n} exactly once.\n\n{shown}\n\n"
+            f"each column contains every number 1-{n} exactly once.\n\n{show(givens)}\n\n"
             f"Answer with the completed grid: {n} lines of {n} numbers separated by spaces. " + ANSWER_FORMAT
         )
         puzzle = {"n": n, "givens": givens, "solution": solution}
         return LogicInstance(self.name, difficulty, seed, prompt, render(solution), puzzle)
 
-    def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        n = puzzle["n"]
-        grid = parse_int_grid(answer, n, n)
-        violations = latin_violations(grid)
-        violations += [
-            f"given ({r + 1},{c + 1})={v} changed"
-            for r, row in enumerate(puzzle["givens"])
-            for c, v in enumerate(row)
-            if v and grid[r][c] != v
-        ]
-        return grid_result(diff_cells(grid, puzzle["solution"]) if violations else [], violations)
-
-    def measure(self, puzzle: dict[str, Any]) -> float:
-        return sum(v == 0 for row in puzzle["givens"] for v in row)
-
-    def corrupt(self, instance: LogicInstance, seed: int) -> str:
-        p = instance.puzzle
-        n = p["n"]
-        grid = [row[:] for row in p["solution"]]
-        blanks = [(r, c) for r in range(n) for c in range(n) if p["givens"][r][c] == 0]
-        r, c = blanks[seed % len(blanks)]
-        grid[r][c] = grid[r][c] % n + 1
-        return render(grid)
+    def violations(self, puzzle: dict[str, Any], grid: list[list[int]]) -> list[str]:
+        return latin_violations(grid)
 
     def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
         model, x = latin_model(puzzle["n"])

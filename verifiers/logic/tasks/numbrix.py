@@ -7,8 +7,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.grids import diff_cells, grid_result, neighbours, parse_int_grid, render
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance
+from verifiers.logic.fill import FillInTask, givens_of, show
+from verifiers.logic.grids import neighbours, render
 from verifiers.logic.solvers import SatModel, reduce_clues
 
 # level -> (size, givens to stop at; 0 = remove until minimal). Proving a sparse 7x7 or 8x8 path unique
@@ -43,7 +44,7 @@ def _model(n: int):
     return m, x
 
 
-class Numbrix(LogicTask):
+class Numbrix(FillInTask):
     name = "numbrix"
     description = "Numbrix: complete a path of consecutive numbers 1..n² through orthogonal neighbours."
     levels = {d: f"{n}x{n} grid, " + (f"{k} numbers given" if k else "givens removed until minimal")
@@ -60,24 +61,21 @@ class Numbrix(LogicTask):
         over = [lit for cell in cells for lit in x[cell].values()]
         with model.session() as s:
             kept = reduce_clues(s, over, [[x[r, c][sol[r][c]]] for r, c in cells], rng, keep=keep)
-        givens = [[0] * n for _ in range(n)]
-        for i in kept:
-            r, c = cells[i]
-            givens[r][c] = sol[r][c]
-        width = len(str(n * n))
-        shown = render([[(str(v) if v else ".").rjust(width) for v in row] for row in givens])
+        givens = givens_of(sol, cells, kept)
         prompt = (
             f"Numbrix on a {n}x{n} grid. Fill every '.' so that the grid holds each number 1-{n * n} exactly "
             "once and every pair of consecutive numbers (1 and 2, 2 and 3, ...) sits in cells that share an "
-            f"edge (up, down, left or right; not diagonally).\n\n{shown}\n\n"
+            f"edge (up, down, left or right; not diagonally).\n\n{show(givens)}\n\n"
             f"Answer with the completed grid: {n} lines of {n} numbers separated by spaces. " + ANSWER_FORMAT
         )
         puzzle = {"n": n, "givens": givens, "solution": sol}
         return LogicInstance(self.name, difficulty, seed, prompt, render(sol), puzzle)
 
-    def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
+    def largest(self, puzzle: dict[str, Any]) -> int:
+        return puzzle["n"] ** 2
+
+    def violations(self, puzzle: dict[str, Any], grid: list[list[int]]) -> list[str]:
         n = puzzle["n"]
-        grid = parse_int_grid(answer, n, n)
         where = {v: (r, c) for r in range(n) for c in range(n) for v in [grid[r][c]]}
         broken = [] if sorted(where) == list(range(1, n * n + 1)) and len(where) == n * n else [
             f"the numbers are not exactly 1..{n * n}"
@@ -88,25 +86,7 @@ class Numbrix(LogicTask):
                 for v in range(1, n * n)
                 if abs(where[v][0] - where[v + 1][0]) + abs(where[v][1] - where[v + 1][1]) != 1
             ]
-        broken += [
-            f"given ({r + 1},{c + 1})={v} changed"
-            for r, row in enumerate(puzzle["givens"])
-            for c, v in enumerate(row)
-            if v and grid[r][c] != v
-        ]
-        return grid_result(diff_cells(grid, puzzle["solution"]) if broken else [], broken)
-
-    def measure(self, puzzle: dict[str, Any]) -> float:
-        return sum(v == 0 for row in puzzle["givens"] for v in row)
-
-    def corrupt(self, instance: LogicInstance, seed: int) -> str:
-        p = instance.puzzle
-        n = p["n"]
-        grid = [row[:] for row in p["solution"]]
-        blanks = [(r, c) for r in range(n) for c in range(n) if not p["givens"][r][c]]
-        r, c = blanks[seed % len(blanks)]
-        grid[r][c] = grid[r][c] % (n * n) + 1
-        return render(grid)
+        return broken
 
     def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
         n = puzzle["n"]

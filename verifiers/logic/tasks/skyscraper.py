@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.grids import diff_cells, grid_result, parse_int_grid, render
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance
+from verifiers.logic.fill import FillInTask, givens_of, show
+from verifiers.logic.grids import render
 from verifiers.logic.latin import all_vars, latin_model, latin_violations, random_latin
 from verifiers.logic.solvers import reduce_in_phases
 
@@ -59,7 +60,7 @@ def _model(n: int, counts: dict[tuple[str, int], int]):
     return model, x, guards
 
 
-class Skyscraper(LogicTask):
+class Skyscraper(FillInTask):
     name = "skyscraper"
     description = "Place buildings of heights 1..n in a latin square so that the visibility clues hold."
     levels = {d: f"{n}x{n}, clues removed until minimal" for d, n in SIZES.items()}
@@ -84,10 +85,7 @@ class Skyscraper(LogicTask):
         for j in kept_views:
             side, i = views[j]
             clues[side][i] = counts[side, i]
-        givens = [[0] * n for _ in range(n)]
-        for j in kept_givens:
-            r, c = cells[j]
-            givens[r][c] = sol[r][c]
+        givens = givens_of(sol, cells, kept_givens)
         puzzle = {"n": n, "clues": clues, "givens": givens, "solution": sol}
         return LogicInstance(self.name, difficulty, seed, self._prompt(puzzle), render(sol), puzzle)
 
@@ -97,8 +95,7 @@ class Skyscraper(LogicTask):
         def fmt(values: list[int]) -> str:
             return " ".join(str(v) if v else "." for v in values)
 
-        grid = render([[str(v) if v else "." for v in row] for row in p["givens"]])
-        extra = f"\nGiven heights ('.' = unknown):\n{grid}\n" if any(map(any, p["givens"])) else ""
+        extra = f"\nGiven heights ('.' = unknown):\n{show(p['givens'])}\n" if any(map(any, p["givens"])) else ""
         return (
             f"Skyscrapers puzzle on a {n}x{n} grid. Place a building of height 1-{n} in every cell so that each "
             f"row and each column contains every height exactly once. A clue outside the grid is the number "
@@ -111,9 +108,8 @@ class Skyscraper(LogicTask):
             f"Answer with the grid of heights: {n} lines of {n} numbers separated by spaces. " + ANSWER_FORMAT
         )
 
-    def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
+    def violations(self, puzzle: dict[str, Any], grid: list[list[int]]) -> list[str]:
         n = puzzle["n"]
-        grid = parse_int_grid(answer, n, n)
         violations = latin_violations(grid)
         if not violations:
             for side, side_lines in lines(n).items():
@@ -122,23 +118,7 @@ class Skyscraper(LogicTask):
                     got = visible([grid[r][c] for r, c in cells])
                     if want and got != want:
                         violations.append(f"{side} clue {i + 1}: {got} visible, expected {want}")
-        violations += [
-            f"given ({r + 1},{c + 1})={v} changed"
-            for r, row in enumerate(puzzle["givens"])
-            for c, v in enumerate(row)
-            if v and grid[r][c] != v
-        ]
-        return grid_result(diff_cells(grid, puzzle["solution"]) if violations else [], violations)
-
-    def measure(self, puzzle: dict[str, Any]) -> float:
-        return sum(v == 0 for row in puzzle["givens"] for v in row)
-
-    def corrupt(self, instance: LogicInstance, seed: int) -> str:
-        n = instance.puzzle["n"]
-        grid = [row[:] for row in instance.puzzle["solution"]]
-        r, c = divmod(seed % (n * n), n)
-        grid[r][c] = grid[r][c] % n + 1
-        return render(grid)
+        return violations
 
     def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
         n = puzzle["n"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.grids import diff_cells, grid_result, parse_int_grid, render
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance
+from verifiers.logic.fill import FillInTask, givens_of, show
+from verifiers.logic.grids import render
 from verifiers.logic.latin import all_vars, latin_model, latin_violations, random_latin
 from verifiers.logic.solvers import reduce_clues
 
@@ -20,7 +21,7 @@ LEVELS: dict[int, tuple[int, int, int, int | None]] = {
 }
 
 
-class Sudoku(LogicTask):
+class Sudoku(FillInTask):
     name = "sudoku"
     description = "Complete a Sudoku grid (4x4, 6x6 or 9x9) with a unique solution."
     levels = {
@@ -41,43 +42,18 @@ class Sudoku(LogicTask):
         clues = [[x[r][c][solution[r][c]]] for r, c in cells]
         with model.session() as s:
             kept = reduce_clues(s, all_vars(x), clues, rng, keep=0 if blanks is None else n * n - blanks)
-        givens = [[0] * n for _ in range(n)]
-        for i in kept:
-            r, c = cells[i]
-            givens[r][c] = solution[r][c]
+        givens = givens_of(solution, cells, kept)
         puzzle = {"n": n, "box": [br, bc], "givens": givens, "solution": solution}
-        shown = render([[str(v) if v else "." for v in row] for row in givens])
         prompt = (
             f"Solve this {n}x{n} Sudoku. Fill every '.' with a digit 1-{n} so that each row, each column "
-            f"and each {br}x{bc} box contains every digit 1-{n} exactly once.\n\n{shown}\n\n"
+            f"and each {br}x{bc} box contains every digit 1-{n} exactly once.\n\n{show(givens)}\n\n"
             f"Answer with the completed grid: {n} lines, each with {n} digits separated by spaces. "
             + ANSWER_FORMAT
         )
         return LogicInstance(self.name, difficulty, seed, prompt, render(solution), puzzle)
 
-    def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        n, box = puzzle["n"], tuple(puzzle["box"])
-        grid = parse_int_grid(answer, n, n)
-        violations = latin_violations(grid, box)
-        violations += [
-            f"given ({r + 1},{c + 1})={v} changed"
-            for r, row in enumerate(puzzle["givens"])
-            for c, v in enumerate(row)
-            if v and grid[r][c] != v
-        ]
-        return grid_result(diff_cells(grid, puzzle["solution"]) if violations else [], violations)
-
-    def measure(self, puzzle: dict[str, Any]) -> float:
-        return sum(v == 0 for row in puzzle["givens"] for v in row)
-
-    def corrupt(self, instance: LogicInstance, seed: int) -> str:
-        p = instance.puzzle
-        n = p["n"]
-        grid = [row[:] for row in p["solution"]]
-        blanks = [(r, c) for r in range(n) for c in range(n) if p["givens"][r][c] == 0]
-        r, c = blanks[seed % len(blanks)]
-        grid[r][c] = grid[r][c] % n + 1
-        return render(grid)
+    def violations(self, puzzle: dict[str, Any], grid: list[list[int]]) -> list[str]:
+        return latin_violations(grid, tuple(puzzle["box"]))
 
     def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
         n = puzzle["n"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.grids import diff_cells, grid_result, parse_int_grid
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance
+from verifiers.logic.fill import FillInTask
+from verifiers.logic.grids import render
 
 # level -> (rows, cols, blanks wanted)
 LEVELS = {1: (3, 3, 3), 2: (3, 4, 5), 3: (4, 4, 7), 4: (4, 5, 9), 5: (5, 5, 11), 6: (5, 6, 13)}
@@ -55,7 +56,7 @@ def count_solutions(grid: list[list[int]], row_sums: list[int], col_sums: list[i
     return found
 
 
-class Survo(LogicTask):
+class Survo(FillInTask):
     name = "survo"
     description = "Survo: place the missing numbers of 1..N so every row and column reaches its sum."
     levels = {d: f"{r}x{c} grid, up to {b} blanks" for d, (r, c, b) in LEVELS.items()}
@@ -95,11 +96,13 @@ class Survo(LogicTask):
         )
         puzzle = {"rows": rows, "cols": cols, "givens": grid, "row_sums": row_sums, "col_sums": col_sums,
                   "solution": sol}
-        return LogicInstance(self.name, difficulty, seed, prompt, "\n".join(" ".join(map(str, r)) for r in sol), puzzle)
+        return LogicInstance(self.name, difficulty, seed, prompt, render(sol), puzzle)
 
-    def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
+    def largest(self, puzzle: dict[str, Any]) -> int:
+        return puzzle["rows"] * puzzle["cols"]
+
+    def violations(self, puzzle: dict[str, Any], grid: list[list[int]]) -> list[str]:
         rows, cols = puzzle["rows"], puzzle["cols"]
-        grid = parse_int_grid(answer, rows, cols)
         broken = []
         if sorted(v for row in grid for v in row) != list(range(1, rows * cols + 1)):
             broken.append(f"the numbers are not exactly 1..{rows * cols}")
@@ -109,24 +112,7 @@ class Survo(LogicTask):
             for c, s in enumerate(puzzle["col_sums"])
             if sum(row[c] for row in grid) != s
         ]
-        broken += [
-            f"given ({r + 1},{c + 1})={v} changed"
-            for r, row in enumerate(puzzle["givens"])
-            for c, v in enumerate(row)
-            if v and grid[r][c] != v
-        ]
-        return grid_result(diff_cells(grid, puzzle["solution"]) if broken else [], broken)
-
-    def measure(self, puzzle: dict[str, Any]) -> float:
-        return sum(v == 0 for row in puzzle["givens"] for v in row)
-
-    def corrupt(self, instance: LogicInstance, seed: int) -> str:
-        p = instance.puzzle
-        grid = [row[:] for row in p["solution"]]
-        blanks = [(r, c) for r in range(p["rows"]) for c in range(p["cols"]) if not p["givens"][r][c]]
-        r, c = blanks[seed % len(blanks)]
-        grid[r][c] = grid[r][c] % (p["rows"] * p["cols"]) + 1
-        return "\n".join(" ".join(map(str, row)) for row in grid)
+        return broken
 
     def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
         return count_solutions([row[:] for row in puzzle["givens"]], puzzle["row_sums"], puzzle["col_sums"], limit)
