@@ -34,7 +34,7 @@ def classify(
     output_exceeded: bool,
     oom_killed: bool = False,
 ) -> Status:
-    if output_exceeded:
+    if output_exceeded or signum == signal.SIGXFSZ:  # SIGXFSZ: a file grew past `file_size_mb`
         return "output_limit"
     if wall_exceeded or signum == signal.SIGXCPU or cpu_s > limits.cpu_s:
         return "timeout"

@@ -11,7 +11,7 @@ Status = Literal[
     "runtime_error",  # non-zero exit, or death by a signal the program caused (SIGSEGV, SIGABRT, ...)
     "timeout",  # CPU-time or wall-clock limit exceeded
     "memory",  # memory limit exceeded (allocation failed or the kernel's OOM killer struck)
-    "output_limit",  # stdout + stderr exceeded `output_bytes`; the run was stopped
+    "output_limit",  # stdout + stderr exceeded `output_bytes` (the run was stopped), or a file `file_size_mb`
     "killed",  # died of a signal that none of the limits above explains
     "sandbox_error",  # the sandbox itself failed to start the program (setup, engine, image)
     "compile_error",  # only from `run_program`: the compiler rejected the source

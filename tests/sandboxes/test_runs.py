@@ -91,6 +91,16 @@ def test_cpp_compile_error(cpp):
     assert b"undefined_name" in r.stderr
 
 
+def test_cpp_memory_and_file_limits(cpp):
+    r = cpp.run_program(
+        "cpp", "#include <vector>\nint main() { std::vector<int> v(1 << 30, 1); return v[7] - 1; }"
+    )
+    assert r.status == "memory", r.describe()
+    big_file = '#include <cstdio>\nint main() { FILE* f = fopen("/tmp/out", "w"); for (;;) fputc(1, f); }'
+    r = cpp.run_program("cpp", big_file, limits=Limits(file_size_mb=1))
+    assert r.status == "output_limit" and r.signal == signal.SIGXFSZ, r.describe()
+
+
 def test_built_program_cannot_change_its_work_dir(sandbox):
     src = "import os\ntry:\n    os.remove('main.py'); print('removed')\nexcept OSError:\n    print('kept')\n"
     with sandbox.program("python", src) as prog:

@@ -42,6 +42,7 @@ def _status(**kw):
         ({"cpu_s": 2.5}, "timeout"),
         ({"wall_exceeded": True, "exit_code": None, "signum": signal.SIGKILL}, "timeout"),
         ({"output_exceeded": True, "wall_exceeded": True}, "output_limit"),
+        ({"exit_code": None, "signum": signal.SIGXFSZ}, "output_limit"),
         ({"exit_code": 1, "stderr": b"Traceback...\nMemoryError\n"}, "memory"),
         ({"exit_code": None, "signum": signal.SIGABRT, "stderr": b"what():  std::bad_alloc"}, "memory"),
         ({"exit_code": None, "signum": signal.SIGKILL, "oom_killed": True}, "memory"),
