@@ -6,6 +6,7 @@ User errors (bad files, bad config) print one line and exit with code 2, never a
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -34,7 +35,15 @@ app.add_typer(bench_app, name="bench", help="Benchmarks; each prints ratios agai
 err = Console(stderr=True)
 
 
+def _prefect_defaults() -> None:
+    """Offline-friendly Prefect defaults; the user's own settings win."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # The embedded server shares 2 cores with the work itself: give it time to come up.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+
+
 def main() -> None:
+    _prefect_defaults()
     try:
         app()
     except M1Error as exc:

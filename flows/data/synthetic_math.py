@@ -206,6 +206,7 @@ def generate(
     bench_prompts = benchmark["prompt"].to_list()
     problems = distinct_problems(n_problems, rng, avoid=bench_prompts)
     rows = [_item(i, p.prompt, p.solution, p.answer, None) for i, p in enumerate(problems)]
+    rng.shuffle(rows)
     nxt = len(rows)
     for src in rng.sample(range(len(problems)), min(n_exact_duplicates, len(problems))):
         p = problems[src]
@@ -224,8 +225,10 @@ def generate(
         reference = "We cannot read the diagram, so the result depends on the missing figure."
         rows.append(_item(nxt, p.prompt, reference, "", "unparseable"))
         nxt += 1
-    rng.shuffle(rows)
-    return pl.DataFrame(rows, schema=ITEM_COLUMNS)
+    # Planted rows come after every original, so keep-first dedup keeps the originals.
+    planted = rows[len(problems):]
+    rng.shuffle(planted)
+    return pl.DataFrame(rows[: len(problems)] + planted, schema=ITEM_COLUMNS)
 
 
 def write_benchmark(path, n: int = 40, seed: int = 2024) -> None:

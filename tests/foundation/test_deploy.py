@@ -1,0 +1,26 @@
+"""Deployments register against a real Prefect server with a parameter form and a schedule."""
+
+import asyncio
+
+from flows.config import PipelineConfig
+from flows.deploy import deployments
+
+
+def test_deployments_register_with_form_and_schedule(prefect_harness):
+    from prefect.client.orchestration import get_client
+
+    cfg = PipelineConfig(name="nightly")
+    for d in deployments(cfg, cron="0 2 * * *"):
+        d.apply()
+
+    async def read():
+        async with get_client() as client:
+            return await client.read_deployment_by_name("m1-pipeline/m1-run")
+
+    dep = asyncio.run(read())
+    schema = dep.parameter_openapi_schema
+    # The UI renders its form from this schema: the whole PipelineConfig, sections and all.
+    config_schema = schema["definitions"]["PipelineConfig"]
+    assert {"data", "curate", "model", "train", "eval"} <= set(config_schema["properties"])
+    assert dep.parameters["config"]["name"] == "nightly"
+    assert [s.schedule.cron for s in dep.schedules] == ["0 2 * * *"]
