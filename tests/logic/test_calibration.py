@@ -109,3 +109,38 @@ def test_calibration_flow_and_cli(oracle_server, prefect_harness, m1_home):
     assert out.exit_code == 0, out.output
     assert "lights_out" in out.output
     assert "lights_out" in load_bands()
+
+
+@pytest.mark.slow  # importing transformers/torch and sampling dominate: ~10 s
+def test_calibration_with_an_m1model_checkpoint(tmp_path):
+    """A real (untrained, tiny) m1model policy sampled through m1model.Engine end to end."""
+    import torch
+
+    from flows.logic_calibration import checkpoint_sampler
+    from m1model import M1Config, M1ForCausalLM, train_tokenizer
+    from verifiers.logic import get_task
+
+    task = get_task("lights_out")
+    corpus = [task.generate(d, s).prompt for d in (1, 2) for s in range(3)] * 4
+    tok = train_tokenizer(corpus, vocab_size=300)
+    torch.manual_seed(0)
+    config = M1Config(vocab_size=len(tok), hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=8, block_size=16,
+                      num_local_experts=2, num_experts_per_tok=1, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    M1ForCausalLM(config).save_pretrained(tmp_path / "ckpt", tokenizer=tok)
+
+    policy = PolicySpec(kind="checkpoint", checkpoint=str(tmp_path / "ckpt"), max_tokens=8)
+    params = CalibrationParams(tasks=["lights_out"], difficulties=[1, 2], k=2, instances=2)
+    rows, bands = calibrate(checkpoint_sampler(policy), params)
+    assert [(r["difficulty"], r["samples"]) for r in rows] == [(1, 4), (2, 4)]
+    assert all(0.0 <= r["pass_rate"] <= 1.0 and 0.0 <= r["pass_at_k"] <= 1.0 for r in rows)
+    cells = {r["difficulty"]: (r["pass_rate"], r["pass_at_k"]) for r in rows}
+    assert bands["lights_out"] == select_band(cells)
+
+
+def test_checkpoint_policy_needs_a_checkpoint_folder(tmp_path):
+    from flows.errors import InputError
+    from flows.logic_calibration import checkpoint_sampler
+
+    with pytest.raises(InputError, match="no config.json"):
+        checkpoint_sampler(PolicySpec(kind="checkpoint", checkpoint=str(tmp_path)))
