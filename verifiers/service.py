@@ -103,7 +103,9 @@ def create_app(settings: ServiceSettings | None = None, registry: Registry | Non
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        state["pool"] = ScoringPool(settings.workers, settings.plugin_dirs)
+        pool = ScoringPool(settings.workers, settings.plugin_dirs)
+        await pool.warm()
+        state["pool"] = pool
         try:
             yield
         finally:

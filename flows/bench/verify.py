@@ -107,7 +107,7 @@ def bench_verify(
     # hundred parses, and a reward service or trainer runs warm. The pool forks after this, so both
     # sides start from the same warm state; then the verifier runs before the baseline, so any
     # caching effect inside this process helps the baseline, not us.
-    for item in bench_items(len(_FAMILIES) * 4, 2, seed + 1):
+    for item in bench_items(min(len(_FAMILIES) * 4, prompts), 2, seed + 1):
         extraction = extract_answer(item["response"])
         if extraction:
             math_verify_equal(reference_answer(item["reference"]), extraction.text)

@@ -1,0 +1,227 @@
+"""`m1 bench rewards`: load test of the reward service on loopback.
+
+Starts `m1 serve rewards` in a subprocess, then N requests from C concurrent clients (httpx, async),
+about 5% of them malformed in different ways (broken JSON, unknown verifier, oversized body, wrong
+types, too many items). Checks: zero 5xx, every malformed request a 4xx, zero lost items (each valid
+request gets exactly one reward per item). Prints p50/p99 latency and throughput, and the ratio to
+scoring the same items by calling the verifiers directly in one process (the baseline).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import typer
+
+from flows.bench import app
+from flows.bench.verify import bench_items
+
+MAX_BODY_MB = 0.25
+MAX_ITEMS = 64
+
+
+@dataclass
+class Outcome:
+    valid: bool
+    status: int  # 0: no response (connection error, timeout)
+    latency_s: float
+    sent_items: int
+    got_items: int
+
+
+@dataclass
+class Spec:
+    body: bytes
+    valid: bool
+    items: int
+    kind: str = "valid"
+
+
+@dataclass
+class Pools:
+    math: list[dict[str, Any]] = field(default_factory=list)
+    constraints: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _constraint_items(rng: random.Random, n: int) -> list[dict[str, Any]]:
+    words = "the quick brown fox jumps over a lazy dog while reward models score every answer".split()
+    items = []
+    for _ in range(n):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(5, 80))) + "."
+        items.append({
+            "response": text if rng.random() < 0.5 else text.upper(),
+            "constraints": [
+                {"type": "word_count", "max": 50},
+                {"type": "keywords", "words": ["fox"]},
+                {"type": "case", "mode": "lower"},
+                {"type": "forbidden_words", "words": ["dog"]},
+            ],
+        })
+    return items
+
+
+def make_specs(n: int, malformed: float, rng: random.Random, pools: Pools) -> list[Spec]:
+    bad_kinds = ["broken_json", "unknown_verifier", "oversized", "items_not_list", "too_many_items", "not_utf8"]
+    specs = []
+    for i in range(n):
+        if rng.random() < malformed:
+            kind = bad_kinds[i % len(bad_kinds)]
+            body = {
+                "broken_json": b'{"verifier": "math", "items": [{"response": ',
+                "unknown_verifier": json.dumps({"verifier": "no-such-verifier", "items": [{}]}).encode(),
+                "oversized": json.dumps({"verifier": "math", "items": [{"response": "x" * int(MAX_BODY_MB * 2**20)}]}).encode(),
+                "items_not_list": json.dumps({"verifier": "math", "items": {"response": "1"}}).encode(),
+                "too_many_items": json.dumps({"verifier": "math", "items": [{}] * (MAX_ITEMS + 1)}).encode(),
+                "not_utf8": b"\xff\xfe\x00garbage",
+            }[kind]
+            specs.append(Spec(body, False, 0, kind))
+            continue
+        verifier, pool = ("math", pools.math) if rng.random() < 0.7 else ("constraints", pools.constraints)
+        items = rng.sample(pool, rng.randint(1, 8))
+        specs.append(Spec(json.dumps({"verifier": verifier, "items": items}).encode(), True, len(items)))
+    return specs
+
+
+async def _drive(base_url: str, specs: list[Spec], clients: int, progress) -> list[Outcome]:
+    import httpx
+
+    outcomes: list[Outcome] = []
+    queue = iter(specs)
+
+    async def worker() -> None:
+        # One client (one keep-alive connection) per simulated client: a shared 50-connection httpx
+        # pool spends more CPU assigning requests to connections than the server spends answering.
+        async with httpx.AsyncClient(base_url=base_url, timeout=120) as client:
+            for spec in queue:
+                t0 = time.perf_counter()
+                try:
+                    r = await client.post("/score", content=spec.body, headers={"content-type": "application/json"})
+                    status = r.status_code
+                    got = len(r.json().get("rewards", [])) if status == 200 else 0
+                except httpx.HTTPError:
+                    status, got = 0, 0
+                outcomes.append(Outcome(spec.valid, status, time.perf_counter() - t0, spec.items, got))
+                progress()
+
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    return outcomes
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(port: int, workers: int) -> subprocess.Popen:
+    import httpx
+
+    cmd = [
+        sys.executable, "-c", "from flows.cli import main; main()", "serve", "rewards", "--port", str(port),
+        "--workers", str(workers), "--max-body-mb", str(MAX_BODY_MB), "--max-items", str(MAX_ITEMS),
+        "--log-level", "warning",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=1) as client:
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if client.get("/health").json()["status"] == "ok":
+                    return proc
+            except httpx.HTTPError:
+                time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"reward service did not start: {proc.stderr.read().decode()[-1000:] if proc.stderr else ''}")
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def _direct_items_per_s(specs: list[Spec], sample: int) -> float:
+    """The baseline: the same valid requests scored by calling the verifiers in this process."""
+    from verifiers.constraints import ConstraintVerifier
+    from verifiers.math import MathVerifier
+
+    verifiers = {"math": MathVerifier(), "constraints": ConstraintVerifier()}
+    chosen = [s for s in specs if s.valid][:sample]
+    t0 = time.perf_counter()
+    for spec in chosen:
+        body = json.loads(spec.body)
+        verifiers[body["verifier"]].verify(body["items"])
+    return sum(s.items for s in chosen) / (time.perf_counter() - t0)
+
+
+@app.command("rewards")
+def bench_rewards(
+    requests: Annotated[int, typer.Option(min=1, help="Total requests.")] = 20_000,
+    clients: Annotated[int, typer.Option(min=1, help="Concurrent clients.")] = 50,
+    malformed: Annotated[float, typer.Option(min=0, max=1, help="Share of malformed requests.")] = 0.05,
+    workers: Annotated[int, typer.Option(min=1, help="Scoring processes of the service.")] = 2,
+    baseline_requests: Annotated[int, typer.Option(min=1, help="Requests scored directly for the baseline.")] = 500,
+    seed: int = 0,
+) -> None:
+    """Load-test `m1 serve rewards`: zero 5xx, zero lost items, latency and throughput."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.table import Table
+
+    from flows.errors import M1Error
+
+    rng = random.Random(seed)
+    pools = Pools(math=bench_items(60, 8, seed), constraints=_constraint_items(rng, 200))
+    specs = make_specs(requests, malformed, rng, pools)
+    console = Console()
+    direct = _direct_items_per_s(specs, baseline_requests)
+
+    port = _free_port()
+    server = _start_server(port, workers)
+    try:
+        with Progress("load test", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
+            task = bar.add_task("requests", total=len(specs))
+            t0 = time.perf_counter()
+            outcomes = asyncio.run(_drive(f"http://127.0.0.1:{port}", specs, clients, lambda: bar.advance(task)))
+            elapsed = time.perf_counter() - t0
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    valid = [o for o in outcomes if o.valid]
+    bad = [o for o in outcomes if not o.valid]
+    five_xx = sum(o.status >= 500 for o in outcomes)
+    no_answer = sum(o.status == 0 for o in outcomes)
+    lost = sum(o.sent_items - o.got_items for o in valid)
+    bad_not_4xx = sum(not 400 <= o.status < 500 for o in bad)
+    latencies = [o.latency_s * 1000 for o in valid]
+    items = sum(o.got_items for o in valid)
+
+    table = Table(title=f"reward service: {len(outcomes)} requests, {clients} clients, {workers} workers")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for name, value in [
+        ("valid / malformed requests", f"{len(valid)} / {len(bad)}"),
+        ("5xx responses", str(five_xx)),
+        ("requests without a response", str(no_answer)),
+        ("malformed requests not answered 4xx", str(bad_not_4xx)),
+        ("lost items", str(lost)),
+        ("latency p50 / p99 (ms, valid requests)", f"{_percentile(latencies, 0.5):.1f} / {_percentile(latencies, 0.99):.1f}"),
+        ("throughput (requests/s)", f"{len(outcomes) / elapsed:.0f}"),
+        ("items/s through the service", f"{items / elapsed:.0f}"),
+        ("items/s calling verifiers directly (baseline)", f"{direct:.0f}"),
+        ("ratio service / direct", f"{items / elapsed / direct:.2f}x"),
+    ]:
+        table.add_row(name, value)
+    console.print(table)
+    checks = {"zero 5xx": five_xx == 0, "zero lost items": lost == 0 and no_answer == 0, "malformed -> 4xx": bad_not_4xx == 0}
+    console.print("checks: " + ", ".join(f"{k} {'PASS' if ok else 'FAIL'}" for k, ok in checks.items()))
+    if not all(checks.values()):
+        raise M1Error("reward service load test failed: " + ", ".join(k for k, ok in checks.items() if not ok))
