@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from sandboxes.base import Program, Sandbox
+from sandboxes.base import Program, Sandbox, SandboxUnavailable
 from sandboxes.languages import LANGUAGES
 from sandboxes.limits import Limits, RunResult, Status
-from sandboxes.process import ProcessSandbox, SandboxUnavailable
+from sandboxes.process import ProcessSandbox
 
 __all__ = [
     "LANGUAGES",

@@ -14,6 +14,10 @@ from sandboxes.workspace import Workspace, seal, workspace
 Files = Mapping[str, bytes | str]
 
 
+class SandboxUnavailable(RuntimeError):
+    """The backend cannot run here (missing tool or engine); the message says how to fix it."""
+
+
 class Sandbox(ABC):
     """Runs untrusted programs. `run` is the whole contract; `program`/`run_program` build on it."""
 

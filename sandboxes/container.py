@@ -23,12 +23,11 @@ import uuid
 from collections.abc import Sequence
 
 from sandboxes import usage
-from sandboxes.base import Sandbox
+from sandboxes.base import Sandbox, SandboxUnavailable
 from sandboxes.capture import BoundedOutput
 from sandboxes.classify import classify, sandbox_error
 from sandboxes.images import ensure_image
 from sandboxes.limits import DEFAULT_LIMITS, Limits, RunResult
-from sandboxes.process import SandboxUnavailable
 from sandboxes.workspace import META_MOUNT, WORK_MOUNT, Workspace
 
 TMP_SIZE_MB = 64

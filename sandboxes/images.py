@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sandboxes.process import SandboxUnavailable
+from sandboxes.base import SandboxUnavailable
 
 BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "build-sandbox-image.sh"
 REPOSITORY = "m1-sandbox"

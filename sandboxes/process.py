@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 
 from sandboxes import usage
-from sandboxes.base import Sandbox
+from sandboxes.base import Sandbox, SandboxUnavailable
 from sandboxes.capture import BoundedOutput, pump, wait_until
 from sandboxes.classify import classify, sandbox_error
 from sandboxes.limits import DEFAULT_LIMITS, Limits, RunResult
@@ -49,10 +49,6 @@ SHM_SIZE_MB = 16
 _READONLY_PATHS = ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
 # On merged-/usr systems these are symlinks into /usr; elsewhere real directories.
 _ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-
-
-class SandboxUnavailable(RuntimeError):
-    """The backend cannot run here (missing tool or engine); the message says how to fix it."""
 
 
 def _filesystem_args() -> list[str]:
