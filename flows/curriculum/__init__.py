@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from flows.errors import ConfigError
 
 BUNDLED = Path(__file__).resolve().parent
+DEFAULT_VERIFIERS = {"math": "math", "logic": "logic", "code": "code"}  # domain -> verifier plugin
 
 
 class Stage(BaseModel):
@@ -62,7 +63,7 @@ class Curriculum(BaseModel):
         description="dataset-store names to draw items from; '{run}' is replaced by the run name"
     )
     verifiers: dict[str, str] = Field(
-        default_factory=lambda: {"math": "math", "logic": "logic", "code": "code"},
+        default_factory=lambda: dict(DEFAULT_VERIFIERS),
         description="domain -> verifier plugin name (see `m1 verifiers list`)",
     )
     stages: list[Stage]

@@ -76,10 +76,10 @@ def sft_warm_start(
         norm = torch.nn.utils.clip_grad_norm_(
             model.parameters(), cfg.grad_clip if cfg.grad_clip > 0 else math.inf
         )
-        finite = math.isfinite(float(loss)) and math.isfinite(float(norm))
+        finite = math.isfinite(float(loss.detach())) and math.isfinite(float(norm))
         if finite:
             optimizer.step()
-        m = {"step": float(step + 1), "loss": float(loss), "grad_norm": float(norm), "finite": float(finite)}
+        m = {"step": float(step + 1), "loss": float(loss.detach()), "grad_norm": float(norm), "finite": float(finite)}
         history.append(m)
         if on_step is not None:
             on_step(m)

@@ -54,7 +54,7 @@ class RLConfig:
     max_sampling_rounds: int = 4
     overlong_cache: int = 0  # DAPO soft overlong penalty over the last N tokens of the window; 0: off
     micro_batch_size: int = 64  # sequences per forward pass (gradient accumulation beyond)
-    track_entropy: bool = True  # one extra no-grad forward per step for the policy entropy
+    track_entropy: bool = True  # log the policy entropy (the paper watches it for collapse)
     pad_token_id: int = 0
     seed: int = 0
 
@@ -171,13 +171,6 @@ class RLTrainer:
             out.append(torch.isin(data.group_index, chunk).nonzero()[:, 0])
         return out
 
-    @torch.no_grad()
-    def _entropy(self, sub: Collated) -> torch.Tensor:
-        out = self.model(sub.input_ids, sub.attention_mask)
-        logits = getattr(out, "logits", out)[:, :-1].float()
-        logp = torch.log_softmax(logits, -1)
-        return -(logp.exp() * logp).sum(-1)
-
     def update(self, batch: RolloutBatch) -> Metrics:
         cfg = self.cfg
         device = next(self.model.parameters()).device
@@ -197,8 +190,13 @@ class RLTrainer:
             finite = True
             for idx in self._micro_batches(data, groups):
                 sub = data.rows(idx)
-                logp = self.model.token_logprobs(sub.input_ids, sub.attention_mask)
-                entropy = self._entropy(sub) if (cfg.track_entropy and u == 0) else None
+                if cfg.track_entropy:  # from the same fused pass as the log-probs
+                    logp, entropy = self.model.token_logprobs(
+                        sub.input_ids, sub.attention_mask, return_entropy=True
+                    )
+                    entropy = entropy.detach()
+                else:
+                    logp, entropy = self.model.token_logprobs(sub.input_ids, sub.attention_mask), None
                 loss, m = policy_loss(
                     cfg.algorithm,
                     logp,
