@@ -9,6 +9,7 @@ this project's pyproject.toml) and through Python files in directories named in 
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,6 +31,29 @@ class Reward:
     @classmethod
     def error(cls, message: str, **details: Any) -> Reward:
         return cls(0.0, {"error": message, **details})
+
+
+class ItemError(ValueError):
+    """An item a verifier cannot judge (a missing or malformed field): reward 0 with this message."""
+
+
+def item_field(item: Mapping[str, Any], key: str) -> Any:
+    """``item[key]``, else the key inside the item's ``metadata`` (the canonical schema keeps extras
+    there as a JSON string); a value that is itself a JSON string is decoded. None when absent."""
+    value = item.get(key)
+    if value is None and item.get("metadata") is not None:
+        meta = item["metadata"]
+        try:
+            meta = json.loads(meta) if isinstance(meta, str) else meta
+        except json.JSONDecodeError:
+            raise ItemError("`metadata` is not valid JSON") from None
+        value = meta.get(key) if isinstance(meta, Mapping) else None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ItemError(f"`{key}` is a string but not valid JSON") from None
+    return value
 
 
 @runtime_checkable

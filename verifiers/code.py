@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from sandboxes import Limits, RunResult, SandboxUnavailable, get_sandbox
-from verifiers.base import Reward
+from verifiers.base import ItemError, Reward, item_field
 from verifiers.format import final_section
 
 Verdict = Literal["AC", "WA", "TLE", "MLE", "RE", "OLE", "CE"]
@@ -51,10 +51,6 @@ sys.stdout.write("\\n{_RESULT_MARK}" + json.dumps(result) + "\\n")
 _EXCERPT = 200
 
 
-class ItemError(ValueError):
-    """The item cannot be judged (no code, no tests, unsupported language): reward 0 with this error."""
-
-
 def extract_code(response: str, language: str | None) -> tuple[str, str]:
     """(code, language) from the last fenced block of the requested language, or of any language when
     none is requested; a response with no fence is taken as code as a whole."""
@@ -75,19 +71,7 @@ def extract_code(response: str, language: str | None) -> tuple[str, str]:
 
 
 def tests_of(item: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    tests = item.get("tests")
-    if tests is None and item.get("metadata") is not None:
-        meta = item["metadata"]
-        try:
-            meta = json.loads(meta) if isinstance(meta, str) else meta
-        except json.JSONDecodeError:
-            raise ItemError("`metadata` is not valid JSON") from None
-        tests = meta.get("tests") if isinstance(meta, Mapping) else None
-    if isinstance(tests, str):
-        try:
-            tests = json.loads(tests)
-        except json.JSONDecodeError:
-            raise ItemError("`tests` is a string but not valid JSON") from None
+    tests = item_field(item, "tests")
     if not isinstance(tests, list) or not tests or not all(isinstance(t, Mapping) for t in tests):
         raise ItemError("item needs `tests`: a non-empty list of test objects")
     return tests

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from verifiers.base import Reward
+from verifiers.base import ItemError, Reward, item_field
 from verifiers.format import final_section
 
 Check = Callable[[str, Mapping[str, Any]], tuple[bool, str]]
@@ -30,7 +30,7 @@ _SENTENCE_END = re.compile(r"(?<!\b[A-Za-z])(?<!\d)[.!?]+(?=\s|$)")
 _FENCE = re.compile(r"^```[\w+-]*\s*\n(.*?)\n```\s*$", re.DOTALL)
 
 
-class ConstraintSpecError(ValueError):
+class ConstraintSpecError(ItemError):
     """The item's constraint list is malformed (unknown type, missing parameter)."""
 
 
@@ -201,19 +201,7 @@ CHECKS: dict[str, Check] = {
 
 
 def constraints_of(item: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    found = item.get("constraints")
-    if found is None and isinstance(item.get("metadata"), str | dict):
-        meta = item["metadata"]
-        try:
-            meta = json.loads(meta) if isinstance(meta, str) else meta
-        except json.JSONDecodeError:
-            raise ConstraintSpecError("`metadata` is not valid JSON") from None
-        found = meta.get("constraints") if isinstance(meta, dict) else None
-    if isinstance(found, str):
-        try:
-            found = json.loads(found)
-        except json.JSONDecodeError:
-            raise ConstraintSpecError("`constraints` is a string but not valid JSON") from None
+    found = item_field(item, "constraints")
     if not isinstance(found, list) or not found:
         raise ConstraintSpecError("item has no `constraints` list")
     if not all(isinstance(c, Mapping) and isinstance(c.get("type"), str) for c in found):
@@ -244,7 +232,7 @@ class ConstraintVerifier:
             unknown = sorted({c["type"] for c in specs} - set(CHECKS))
             if unknown:
                 raise ConstraintSpecError(f"unknown constraint type(s): {', '.join(unknown)}")
-        except ConstraintSpecError as exc:
+        except ItemError as exc:
             return Reward.error(str(exc))
         text = final_section(response)
         results = []
