@@ -69,6 +69,14 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | No
             yield lineno, row, None
 
 
+def _solutions(row: dict[str, Any]) -> list[dict[str, str]]:
+    raw = row.get("solutions")
+    if not isinstance(raw, list):
+        return []
+    out = [{"code": s} if isinstance(s, str) else s for s in raw]
+    return [{"code": s["code"], "language": s.get("language", "python")} for s in out if isinstance(s, dict) and isinstance(s.get("code"), str)]
+
+
 def _count_lines(path: Path) -> int:
     with path.open("rb") as fh:
         return sum(1 for line in fh if line.strip())
@@ -127,6 +135,55 @@ def register(app: typer.Typer) -> None:
             status = f"[red]load error: {info.load_error}[/]" if info.load_error else "[green]ok[/]"
             table.add_row(info.name, info.version or "-", info.source, info.target, status)
         Console().print(table)
+
+    @verifiers_app.command("testgen")
+    def testgen(
+        input: Annotated[Path, typer.Option("--input", "-i", help="JSONL problems: `prompt` + `solutions`.")],
+        output: Annotated[Path, typer.Option("--output", "-o", help="JSONL: each problem + `tests` + `testgen`.")],
+        endpoint: Annotated[str, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")],
+        model: Annotated[str, typer.Option(help="Model name sent to the endpoint.")],
+        api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key, if any.")] = "OPENAI_API_KEY",
+        n_inputs: Annotated[int, typer.Option(min=1, help="Test inputs to ask for per problem.")] = 10,
+        backend: Annotated[str, typer.Option(help="Sandbox backend: process or docker.")] = "process",
+    ) -> None:
+        """Generate test suites for problems without tests: model-proposed inputs, kept where the
+        reference solutions (run in the sandbox) agree on the output."""
+        import os
+
+        from rich.progress import Progress
+
+        from flows.atomic import atomic_path
+        from verifiers.testgen import EndpointError, Solution, generate_suite
+
+        if not input.is_file():
+            raise InputError(f"{input}: input file not found")
+        rows = list(read_rows(input))
+        kept = failed = 0
+        console = Console(stderr=True)
+        with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8") as out, Progress(console=console, transient=True) as bar:
+            task = bar.add_task("testgen", total=len(rows))
+            for lineno, row, problem in rows:
+                result: dict[str, Any]
+                solutions = _solutions(row) if problem is None else []
+                if problem is not None:
+                    result = {"error": problem}
+                elif not isinstance(row.get("prompt"), str) or not solutions:
+                    result = {"error": f"line {lineno}: needs `prompt` and `solutions` (code strings or {{code, language}})"}
+                else:
+                    try:
+                        suite = generate_suite(
+                            row["prompt"], [Solution(**s) for s in solutions], endpoint=endpoint, model=model,
+                            api_key=os.environ.get(api_key_env), n_inputs=n_inputs, backend=backend,
+                        )
+                        result = {**suite.summary(), "rejected_inputs": suite.rejected, "broken_solutions": suite.broken_solutions}
+                        row = {**row, "tests": suite.tests}
+                        kept += len(suite.tests)
+                    except EndpointError as exc:
+                        result = {"error": str(exc)}
+                failed += "error" in result
+                out.write(json.dumps({**row, "testgen": result}) + "\n")
+                bar.advance(task)
+        console.print(f"[bold]{output}[/]: {len(rows)} problems, {kept} tests kept, {failed} problems failed", highlight=False)
 
     @app.command("verify")
     def verify(

@@ -102,3 +102,26 @@ def test_endpoint_errors_are_clear(endpoint):
         dead = s.getsockname()[1]
     with pytest.raises(EndpointError, match="unreachable"):
         generate_suite(PROBLEM, [Solution(MAX_A)], endpoint=f"http://127.0.0.1:{dead}/v1", model="m", timeout_s=2)
+
+
+def test_cli_writes_a_suite_per_problem(endpoint, tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    url, _ = endpoint
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text("\n".join([
+        json.dumps({"id": "max", "prompt": PROBLEM, "solutions": [MAX_A, {"code": MAX_B, "language": "python"}]}),
+        json.dumps({"id": "nosol", "prompt": PROBLEM}),
+        "{broken",
+    ]) + "\n", encoding="utf-8")
+    out = tmp_path / "suites.jsonl"
+    result = CliRunner().invoke(app, ["verifiers", "testgen", "-i", str(problems), "-o", str(out),
+                                      "--endpoint", url, "--model", "local-test", "--n-inputs", "6"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [len(r.get("tests", [])) for r in rows] == [4, 0, 0]
+    assert rows[0]["testgen"]["kept"] == 4 and rows[0]["tests"][0] == {"input": "3\n1 5 2\n", "output": "5\n"}
+    assert "needs `prompt` and `solutions`" in rows[1]["testgen"]["error"]
+    assert "invalid JSON" in rows[2]["testgen"]["error"]
