@@ -23,7 +23,8 @@ $(VENV)/.installed: pyproject.toml
 run: $(VENV)/.installed
 	$(M1) run
 
-services:
+services: $(VENV)/.installed
+	bash scripts/sandbox-tools.sh
 	bash scripts/docker-engine.sh
 
 test: $(VENV)/.installed services
