@@ -148,18 +148,29 @@ class SatSession:
         true = self._solve(assumptions)
         return None if true is None else {v for v in over if v in true}
 
+    def differs_from(self, over: Sequence[Lit], solution: set[int]) -> Lit:
+        """A guard literal that, assumed true, excludes `solution` (given as its true variables among
+        `over`). Uniqueness of an intended solution is then one solve: any model is a rival."""
+        guard = self.model.fresh()
+        self.solver.add_clause([-guard, *(-v if v in solution else v for v in over)])
+        return guard
+
+    def rival(self, guard: Lit, over: Sequence[Lit], assumptions: Sequence[Lit]) -> set[int] | None:
+        """A solution other than the one `guard` excludes (see differs_from), or None."""
+        true = self._solve([*assumptions, guard])
+        return None if true is None else {v for v in over if v in true}
+
     def pin_until_unique(
         self, over: Sequence[Lit], solution: set[int], rng: random.Random, assumptions: Sequence[Lit] = ()
     ) -> list[Lit]:
         """Reveal cells of the intended solution (as extra assumption literals) where a rival solution
         differs, until the intended one is the only one left. Returns the revealed literals."""
+        guard = self.differs_from(over, solution)
         pinned: list[Lit] = []
-        while True:
-            rivals = [sol for sol in self.solutions(over, [*assumptions, *pinned], 2) if sol != solution]
-            if not rivals:
-                return pinned
-            v = rng.choice(sorted(solution ^ rivals[0]))
+        while (other := self.rival(guard, over, [*assumptions, *pinned])) is not None:
+            v = rng.choice(sorted(solution ^ other))
             pinned.append(v if v in solution else -v)
+        return pinned
 
     def stats(self) -> dict[str, int]:
         return dict(self.solver.accum_stats())
@@ -175,16 +186,17 @@ def reduce_clues(
 ) -> list[int]:
     """Drop clues (each a list of assumption literals) in random order while the solution stays unique,
     stopping once only ``keep`` remain. The full clue set must have a unique solution. Returns the indices
-    of the kept clues, sorted."""
+    of the kept clues, sorted. Each trial is a single solve: is there any solution but the intended one?"""
     active = set(range(len(clues)))
+    (intended,) = session.solutions(over, [*required, *assumptions_of(clues, active)], limit=1)
+    guard = session.differs_from(over, intended)
     order = list(active)
     rng.shuffle(order)
     for i in order:
         if len(active) <= keep:
             break
         trial = active - {i}
-        assumptions = [*required, *(lit for j in trial for lit in clues[j])]
-        if session.count(over, assumptions, limit=2) == 1:
+        if session.rival(guard, over, [*required, *assumptions_of(clues, trial)]) is None:
             active = trial
     return sorted(active)
 
