@@ -122,16 +122,23 @@ _MARKDOWN = {
     "numbered": re.compile(r"^\s*\d+[.)]\s+\S", re.MULTILINE),
     "bold": re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__"),
     "code_blocks": re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL),
-    "tables": re.compile(r"^\s*\|?.*\|.*\n\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$", re.MULTILINE),
 }
+_TABLE_RULE = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*")
+
+
+def _count_tables(text: str) -> int:
+    """Header rows (a line with ``|``) followed by a ``---|---`` rule; line by line, so that a hostile
+    line full of pipes costs linear time, not a regex's quadratic backtracking."""
+    lines = text.splitlines()
+    return sum("|" in lines[i] and bool(_TABLE_RULE.fullmatch(lines[i + 1])) for i in range(len(lines) - 1))
 
 
 def markdown(text: str, spec: Mapping[str, Any]) -> tuple[bool, str]:
     wanted = {k: int(v) for k, v in spec.items() if k != "type"}
-    unknown = set(wanted) - set(_MARKDOWN)
-    if unknown or not wanted:
-        raise ConstraintSpecError(f"markdown takes minimum counts of {', '.join(_MARKDOWN)}")
-    counts = {k: len(_MARKDOWN[k].findall(text)) for k in wanted}
+    kinds = [*_MARKDOWN, "tables"]
+    if set(wanted) - set(kinds) or not wanted:
+        raise ConstraintSpecError(f"markdown takes minimum counts of {', '.join(kinds)}")
+    counts = {k: _count_tables(text) if k == "tables" else len(_MARKDOWN[k].findall(text)) for k in wanted}
     short = [f"{k} {counts[k]} < {n}" for k, n in wanted.items() if counts[k] < n]
     return not short, "; ".join(short) if short else ", ".join(f"{k} {c}" for k, c in counts.items())
 

@@ -102,3 +102,11 @@ def test_malformed_items_get_errors(item, message):
 def test_bad_mode_is_rejected():
     with pytest.raises(ValueError, match="fraction"):
         ConstraintVerifier(mode="some")
+
+
+@pytest.mark.timeout(30)
+def test_hostile_markdown_is_linear():
+    """A line full of pipes made the old table regex backtrack quadratically (minutes at this size)."""
+    hostile = "|" * 200_000 + "\n" + "x|" * 100_000
+    reward = score(hostile, {"type": "markdown", "tables": 1, "bold": 1, "code_blocks": 1})
+    assert reward.reward == 0.0
