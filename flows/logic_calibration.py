@@ -211,13 +211,13 @@ def endpoint_sampler(spec: PolicySpec) -> Sampler:
 
 def checkpoint_sampler(spec: PolicySpec) -> Sampler:
     """k samples per prompt from an m1model checkpoint (its own tokenizer files) through m1model.Engine."""
+    folder = Path(spec.checkpoint or "")
+    if not (folder / "config.json").is_file():
+        raise InputError(f"{folder}: not an m1model checkpoint folder (no config.json)")
     from transformers import AutoTokenizer
 
     from m1model import Engine, M1ForCausalLM, SamplingParams
 
-    folder = Path(spec.checkpoint or "")
-    if not (folder / "config.json").is_file():
-        raise InputError(f"{folder}: not an m1model checkpoint folder (no config.json)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
     except (OSError, ValueError) as exc:
