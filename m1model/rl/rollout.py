@@ -8,7 +8,7 @@ that is pi_old of the IS ratio, so no extra forward pass is needed before the fi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -98,6 +98,9 @@ class Collated:
     old_logp: Tensor
     advantages: Tensor
     group_index: Tensor
+
+    def to(self, device: torch.device) -> Collated:
+        return Collated(*(getattr(self, f.name).to(device) for f in fields(self)))
 
     def rows(self, index: Tensor) -> Collated:
         """A subset of rows, trimmed to its longest sequence."""

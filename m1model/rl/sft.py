@@ -79,7 +79,12 @@ def sft_warm_start(
         finite = math.isfinite(float(loss.detach())) and math.isfinite(float(norm))
         if finite:
             optimizer.step()
-        m = {"step": float(step + 1), "loss": float(loss.detach()), "grad_norm": float(norm), "finite": float(finite)}
+        m = {
+            "step": float(step + 1),
+            "loss": float(loss.detach()),
+            "grad_norm": float(norm),
+            "finite": float(finite),
+        }
         history.append(m)
         if on_step is not None:
             on_step(m)

@@ -174,8 +174,7 @@ class RLTrainer:
     def update(self, batch: RolloutBatch) -> Metrics:
         cfg = self.cfg
         device = next(self.model.parameters()).device
-        data = collate(batch.groups, normalize_std=cfg.normalize_std, pad_id=cfg.pad_token_id)
-        data = Collated(*(t.to(device) for t in vars(data).values()))
+        data = collate(batch.groups, normalize_std=cfg.normalize_std, pad_id=cfg.pad_token_id).to(device)
         n_groups = len(batch.groups)
         chunks = np.array_split(np.arange(n_groups), min(cfg.updates_per_batch, n_groups))
         params = [p for p in self.model.parameters() if p.requires_grad]
