@@ -1,7 +1,217 @@
-"""`m1 curate ...` commands."""
+"""`m1 curate ...`: each curation step on a file, and the whole curation flow.
+
+Inputs are JSONL or Parquet (or a `datasets` folder); a missing id column gets ids assigned (and said
+so). Outputs are written atomically, as Parquet (or JSONL when the name ends in .jsonl).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+from rich.console import Console
+
+from flows.errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from flows.curate.result import StepResult
 
 app = typer.Typer(no_args_is_help=True)
+console = Console(stderr=True)
+
+Input = Annotated[Path, typer.Option("--input", "-i", help="JSONL, Parquet or datasets folder.")]
+Output = Annotated[Path, typer.Option("--output", "-o", help="Kept rows (.parquet or .jsonl).")]
+TextColumn = Annotated[str, typer.Option("--text-column", help="Column holding the text.")]
+IdColumn = Annotated[str, typer.Option("--id-column", help="Column holding row ids (assigned when absent).")]
+Removed = Annotated[Path | None, typer.Option("--removed", help="Also write the removed rows with a reason column.")]
+
+
+def read_input(path: Path, id_column: str, need: list[str]) -> pl.DataFrame:
+    import polars as pl
+
+    from flows.curate.ingest import read_table
+
+    df = read_table(path, strict=True)
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(missing)} (has: {', '.join(df.columns) or 'none'})")
+    if id_column not in df.columns:
+        df = df.with_columns(pl.format(f"{path.stem}-{{}}", pl.int_range(pl.len()).cast(pl.String).str.zfill(6))
+                             .alias(id_column))
+        console.print(f"{path}: no {id_column!r} column: assigned ids to {df.height} rows ({path.stem}-000000...)")
+    elif (blank := df[id_column].cast(pl.String).fill_null("").str.strip_chars().eq("")).any():
+        ids = pl.format(f"{path.stem}-{{}}", pl.int_range(pl.len()).cast(pl.String).str.zfill(6))
+        df = df.with_columns(pl.when(blank).then(ids).otherwise(pl.col(id_column).cast(pl.String)).alias(id_column))
+        console.print(f"{path}: assigned ids to {int(blank.sum())} rows with an empty {id_column!r}")
+    return df
+
+
+def write(df: pl.DataFrame, path: Path) -> None:
+    from flows.atomic import atomic_path
+
+    with atomic_path(path) as tmp:
+        if path.suffix in (".jsonl", ".ndjson", ".json"):
+            df.write_ndjson(tmp)
+        else:
+            df.write_parquet(tmp)
+
+
+def finish(res: StepResult, output: Path, removed: Path | None, **evidence: Path | None) -> None:
+    write(res.kept, output)
+    if removed is not None:
+        write(res.removed, removed)
+    for field, path in evidence.items():
+        if path is not None:
+            write(getattr(res, field), path)
+    c = res.count
+    console.print(f"[bold]{c.step}[/]: {c.rows_in} in, {c.rows_out} kept, {c.removed} removed ({c.reason})"
+                  f" -> {output}", highlight=False)
+
+
+@app.command("dedup")
+def dedup(
+    input: Input,
+    output: Output,
+    clusters: Annotated[Path, typer.Option("--clusters", help="Every input id with its cluster id.")],
+    method: Annotated[str, typer.Option("--method", help="exact | minhash | embedding")] = "minhash",
+    threshold: Annotated[float | None, typer.Option(help="Jaccard (minhash, default 0.8) or cosine "
+                                                    "(embedding, default 0.95) threshold.")] = None,
+    text_column: TextColumn = "prompt",
+    id_column: IdColumn = "id",
+    num_perm: Annotated[int, typer.Option(help="MinHash permutations.")] = 128,
+    shingle_size: Annotated[int, typer.Option(help="Word n-gram size of MinHash shingles.")] = 5,
+    mode: Annotated[str, typer.Option(help="MinHash hashing: fast, or compat (datasketch-identical).")] = "fast",
+    removed: Removed = None,
+) -> None:
+    """Remove duplicates: one row per cluster is kept (the first)."""
+    from flows.curate.dedup import embedding_dedup, exact_dedup, minhash_dedup
+
+    if method not in ("exact", "minhash", "embedding"):
+        raise InputError(f"--method: {method!r} is not one of exact, minhash, embedding")
+    if mode not in ("fast", "compat"):
+        raise InputError(f"--mode: {mode!r} is not one of fast, compat")
+    if threshold is not None and not 0 < threshold <= 1:
+        raise InputError(f"--threshold: {threshold} is not in (0, 1]")
+    df = read_input(input, id_column, [text_column])
+    if method == "exact":
+        res = exact_dedup(df, text_column, id_column)
+    elif method == "minhash":
+        res = minhash_dedup(df, threshold or 0.8, num_perm, shingle_size, text_column, id_column, mode=mode)
+    else:
+        res = embedding_dedup(df, threshold or 0.95, text_column, id_column)
+    finish(res, output, removed, clusters=clusters)
+
+
+@app.command("decontaminate")
+def decontaminate(
+    input: Input,
+    benchmark: Annotated[list[Path], typer.Option("--benchmark", "-b", help="Benchmark file (repeatable).")],
+    output: Output,
+    matches: Annotated[Path, typer.Option("--matches", help="Removed id, benchmark, benchmark id, method, score.")],
+    ngram: Annotated[int, typer.Option(help="n of the word n-gram overlap.")] = 13,
+    embedding_threshold: Annotated[float | None, typer.Option(help="Also remove rows this cosine-close "
+                                                              "to a benchmark item.")] = None,
+    text_column: TextColumn = "prompt",
+    id_column: IdColumn = "id",
+    benchmark_text_column: Annotated[str, typer.Option(help="Text column of the benchmark files.")] = "prompt",
+    removed: Removed = None,
+) -> None:
+    """Remove rows overlapping benchmark items; say which item each removed row matched."""
+    from flows.curate.contamination import decontaminate as run
+    from flows.curate.ingest import read_table
+
+    if ngram < 1:
+        raise InputError(f"--ngram: must be at least 1, got {ngram}")
+    df = read_input(input, id_column, [text_column])
+    benches = {b.stem: read_table(b, strict=True) for b in benchmark}
+    res = run(df, benches, ngram=ngram, embedding_threshold=embedding_threshold, text_column=text_column,
+              id_column=id_column, benchmark_text_column=benchmark_text_column)
+    finish(res, output, removed, matches=matches)
+
+
+@app.command("clean")
+def clean(
+    input: Input,
+    output: Output,
+    endpoint: Annotated[str | None, typer.Option(help="OpenAI-compatible URL (…/v1) to rewrite multiple "
+                                                 "choice as open-ended.")] = None,
+    model: Annotated[str, typer.Option(help="Model name at --endpoint.")] = "",
+    id_column: IdColumn = "id",
+    removed: Removed = None,
+) -> None:
+    """Drop empty, garbled, broken-LaTeX, multi-part, proof and binary items; reformulate multiple choice."""
+    from flows.curate.clean import clean as run
+    from flows.curate.llm import Endpoint
+
+    df = read_input(input, id_column, ["prompt", "reference"])
+    finish(run(df, Endpoint(endpoint, model) if endpoint else None), output, removed)
+
+
+@app.command("answers")
+def answers(input: Input, output: Output, id_column: IdColumn = "id", removed: Removed = None) -> None:
+    """Extract answers from reference solutions; keep rows whose answer math-verify parses."""
+    from flows.curate.answers import extract_answers
+
+    finish(extract_answers(read_input(input, id_column, ["reference"])), output, removed)
+
+
+@app.command("passrate")
+def passrate(
+    input: Input,
+    output: Output,
+    rates: Annotated[Path, typer.Option("--rates", help="Every row's pass rate.")],
+    endpoint: Annotated[str | None, typer.Option(help="OpenAI-compatible URL (…/v1) of the policy.")] = None,
+    model: Annotated[str, typer.Option(help="Model name at --endpoint.")] = "",
+    api: Annotated[str, typer.Option(help="chat or completions")] = "chat",
+    checkpoint: Annotated[Path | None, typer.Option(help="m1model checkpoint folder, sampled in process.")] = None,
+    k: Annotated[int, typer.Option("-k", "--k", help="Responses sampled per item.")] = 8,
+    low: Annotated[float, typer.Option(help="Keep pass rate > low.")] = 0.0,
+    high: Annotated[float, typer.Option(help="Keep pass rate < high.")] = 0.9,
+    max_tokens: Annotated[int, typer.Option(help="Tokens per response.")] = 1024,
+    id_column: IdColumn = "id",
+    removed: Removed = None,
+) -> None:
+    """Sample k responses per item from a policy, verify them, keep low < pass rate < high."""
+    from flows.curate.llm import Endpoint
+    from flows.curate.passrate import EndpointSampler, EngineSampler, passrate_filter
+
+    if (endpoint is None) == (checkpoint is None):
+        raise InputError("passrate: give exactly one policy: --endpoint URL or --checkpoint DIR")
+    if api not in ("chat", "completions"):
+        raise InputError(f"--api: {api!r} is not one of chat, completions")
+    if checkpoint is not None and not (checkpoint / "config.json").exists():
+        raise InputError(f"{checkpoint}: not a model checkpoint folder (no config.json)")
+    df = read_input(input, id_column, ["prompt"])
+    sampler = (EngineSampler(checkpoint, max_tokens=max_tokens) if checkpoint is not None
+               else EndpointSampler(Endpoint(endpoint, model), api=api, max_tokens=max_tokens))
+    finish(passrate_filter(df, sampler, k=k, low=low, high=high, id_column=id_column), output, removed,
+           rates=rates)
+
+
+@app.command("run")
+def run(
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="Pipeline config (TOML/YAML/JSON).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field, e.g. curate.shards=4.")] = None,
+    runner: Annotated[str | None, typer.Option(help="local or dask (overrides curate.runner).")] = None,
+) -> None:
+    """The whole curation flow into the dataset store (a Prefect flow run with cached steps)."""
+    from rich.table import Table
+
+    from flows.config import load_config
+    from flows.curate.flow import run as run_flow
+
+    overrides = list(set_ or []) + ([f"curate.runner={runner}"] if runner else [])
+    cfg = load_config(config, overrides)
+    out = run_flow(cfg)
+    manifest = out["manifest"]
+    table = Table(title=f"{manifest['name']}@v{manifest['version']}: {manifest['rows']} items")
+    for col in ("step", "in", "out", "removed", "why"):
+        table.add_column(col, justify="left" if col in ("step", "why") else "right")
+    for s in manifest["steps"]:
+        table.add_row(s["step"], str(s["rows_in"]), str(s["rows_out"]), str(s["removed"]), s["reason"])
+    Console().print(table)
+    cached = sum(state == "Cached" for _, state in out["tasks"])
+    console.print(f"{cached} of {len(out['tasks'])} tasks resumed from cache; store: {cfg.home or '$M1_HOME'}")

@@ -8,7 +8,8 @@ normalised text (so equal texts meet in one shard); MinHash and embedding dedup 
 whole set. A hidden `_row` column carries the global input order, so "the first row of a cluster wins"
 means the same thing for any number of shards and on any task runner.
 
-Tasks cache on their inputs and source code (files by content hash), with results persisted under
+Tasks cache on their source code and the content of their inputs (flows/curate/cache.py; files by
+content hash), with results persisted under
 M1_HOME/cache (when started through `run`): a rerun with the same inputs and parameters resumes from cache instead of redoing.
 Evidence datasets (clusters, contamination matches, pass rates) are written first and the curated
 dataset last, naming their versions as parents: a run interrupted anywhere leaves every dataset at a
@@ -24,9 +25,9 @@ from pathlib import Path
 import polars as pl
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 from flows.config import CurateConfig, DataConfig, PipelineConfig, SourceConfig
+from flows.curate.cache import CONTENT
 from flows.curate.ingest import Ingested, load_items, read_table
 from flows.curate.result import StepResult, merge_results
 from flows.curate.text import normalized
@@ -34,7 +35,7 @@ from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON
 from flows.store import DatasetStore
 
 ROW = "_row"
-CACHED = {"cache_policy": INPUTS + TASK_SOURCE, "persist_result": True}
+CACHED = {"cache_policy": CONTENT, "persist_result": True}
 
 
 def fingerprint(path: str | Path) -> str:
@@ -174,19 +175,38 @@ def shards(df: pl.DataFrame, n: int, by: pl.Expr | None = None) -> list[pl.DataF
     return [df.filter(part == i) for i in range(n)]
 
 
-def mapped(step, df: pl.DataFrame, n: int, *args, by: pl.Expr | None = None) -> StepResult:
-    futures = step.map(shards(df, n, by), *[unmapped(a) for a in args])
-    return merge_results([f.result() for f in futures], order_by=ROW)
+class Tasks:
+    """Submits tasks to the flow's task runner and records each run's final state (Cached or not)."""
+
+    def __init__(self) -> None:
+        self.states: list[tuple[str, str]] = []
+
+    def map(self, step, items: list, *args) -> list:
+        futures = step.map(items, *[unmapped(a) for a in args])
+        results = [f.result() for f in futures]
+        self.states += [(step.name, f.state.name) for f in futures]
+        return results
+
+    def one(self, step, *args):
+        future = step.submit(*args)
+        result = future.result()
+        self.states.append((step.name, future.state.name))
+        return result
+
+    def mapped(self, step, df: pl.DataFrame, n: int, *args, by: pl.Expr | None = None) -> StepResult:
+        return merge_results(self.map(step, shards(df, n, by), *args), order_by=ROW)
 
 
 @flow(name="m1-curate", log_prints=True)
 def curate_flow(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
-    """Curate RL items into the dataset store; returns the manifest of the curated dataset as a dict."""
+    """Curate RL items into the dataset store; returns the curated dataset's manifest (as a dict) and
+    the final state of every task run."""
     logger = get_run_logger()
     c = config.curate
     store = DatasetStore(config.home)
-    inputs = [ingest_task(s, fingerprint(s.path)) for s in sources(config)] or [
-        generate_task(config.data)]
+    tasks = Tasks()
+    inputs = [tasks.one(ingest_task, s, fingerprint(s.path)) for s in sources(config)] or [
+        tasks.one(generate_task, config.data)]
     items = pl.concat([i.items for i in inputs], how="vertical_relaxed").with_row_index(ROW)
     quarantine = pl.concat([i.quarantined.with_columns(pl.lit("ingest").alias("step")) for i in inputs],
                            how="vertical_relaxed")
@@ -203,24 +223,26 @@ def curate_flow(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B00
         return res.kept
 
     if c.clean:
-        df = record(mapped(clean_task, df, n, c.rewrite_endpoint, c.rewrite_model))
-    df = record(mapped(exact_task, df, n, by=normalized(pl.col("prompt"))))
-    sketches = [f.result() for f in sketch_task.map(shards(df, n), unmapped(c))]
-    df = record(minhash_task(df, sketches, c))
+        df = record(tasks.mapped(clean_task, df, n, c.rewrite_endpoint, c.rewrite_model))
+    df = record(tasks.mapped(exact_task, df, n, by=normalized(pl.col("prompt"))))
+    sketches = tasks.map(sketch_task, shards(df, n), c)
+    df = record(tasks.one(minhash_task, df, sketches, c))
     if c.use_embeddings:
-        vectors = [f.result() for f in embed_task.map(shards(df, n))]
-        df = record(embedding_task(df, vectors, c.embedding_threshold))
+        vectors = tasks.map(embed_task, shards(df, n))
+        df = record(tasks.one(embedding_task, df, vectors, c.embedding_threshold))
     if c.sft_path:
         sft = read_table(c.sft_path, strict=True)
-        df = record(mapped(separate_task, df, n, sft, c))
-    df = record(mapped(decontaminate_task, df, n, benchmarks(config.data), c))
-    df = record(mapped(answers_task, df, n))
+        df = record(tasks.mapped(separate_task, df, n, sft, c))
+    df = record(tasks.mapped(decontaminate_task, df, n, benchmarks(config.data), c))
+    df = record(tasks.mapped(answers_task, df, n))
     if c.pass_rate:
-        df = record(mapped(passrate_task, df, n, c))
+        df = record(tasks.mapped(passrate_task, df, n, c))
 
     manifest = write_outputs(store, config, items, df, quarantine, results)
-    report(manifest.ref, results, quarantine)
-    return json.loads(manifest.to_json())
+    cached = sum(state == "Cached" for _, state in tasks.states)
+    logger.info("%d of %d tasks resumed from cache", cached, len(tasks.states))
+    report(manifest.ref, results, quarantine, tasks.states)
+    return {"manifest": json.loads(manifest.to_json()), "tasks": tasks.states}
 
 
 def benchmarks(cfg: DataConfig) -> dict[str, pl.DataFrame]:
@@ -253,12 +275,14 @@ def write_outputs(store: DatasetStore, config: PipelineConfig, items: pl.DataFra
                        steps=[r.count for r in results], quarantine=rejected)
 
 
-def report(ref: str, results: list[StepResult], quarantine: pl.DataFrame) -> None:
+def report(ref: str, results: list[StepResult], quarantine: pl.DataFrame, states: list[tuple[str, str]]) -> None:
     """Stage report: rows in/out per step and the most common reasons, as Prefect artifacts."""
     rows = [{"step": r.count.step, "rows in": r.count.rows_in, "rows out": r.count.rows_out,
              "removed": r.count.removed, "why": r.count.reason} for r in results]
     create_table_artifact(rows, key="curation-steps", description=f"Curation steps of {ref}")
-    lines = [f"# Curation report: {ref}", "", f"Quarantined at ingest: {quarantine.height}", ""]
+    cached = sum(state == "Cached" for _, state in states)
+    lines = [f"# Curation report: {ref}", "", f"Quarantined at ingest: {quarantine.height}. "
+             f"Tasks resumed from cache: {cached} of {len(states)}.", ""]
     for r in results:
         lines.append(f"## {r.count.step}: {r.count.rows_in} -> {r.count.rows_out} ({r.count.reason})")
         if r.removed.height:

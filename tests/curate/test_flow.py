@@ -1,0 +1,101 @@
+"""The curation flow: planted rows removed per step, cached reruns, store consistency, Dask = local."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from flows.config import PipelineConfig
+from flows.store import DatasetStore
+
+PLANTED = {"exact-dedup": "exact", "minhash-dedup": "near", "decontaminate": "leak", "answer-check": "unparseable"}
+
+
+def tiny_config(home, **curate) -> PipelineConfig:
+    return PipelineConfig.model_validate({
+        "name": "t", "home": str(home),
+        "data": {"n_problems": 40, "n_exact_duplicates": 4, "n_near_duplicates": 4, "n_benchmark_leaks": 3,
+                 "n_unparseable": 2},
+        "curate": {"shards": 3, **curate},
+    })
+
+
+def planted_kind(df: pl.DataFrame) -> list[str | None]:
+    return [json.loads(m).get("planted") for m in df["metadata"]]
+
+
+def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_path):
+    from flows.curate.flow import run
+
+    cfg = tiny_config(tmp_path / "home")
+    out = run(cfg)
+    manifest = out["manifest"]
+    store = DatasetStore(cfg.home)
+    removed = store.quarantine("t-curation")
+    for step, kind in PLANTED.items():
+        got = removed.filter(pl.col("step") == step)
+        assert planted_kind(got).count(kind) == {"exact": 4, "near": 4, "leak": 3, "unparseable": 2}[kind], step
+        count = next(s for s in manifest["steps"] if s["step"] == step)
+        assert count["removed"] == got.height
+    assert removed.filter(pl.col("step") == "clean").height == 0
+    curated = store.read("t-curation")
+    assert "_row" not in curated.columns and set(planted_kind(curated)) == {None}
+    assert sorted(manifest["parents"]) == ["t-curation-clusters@v1", "t-curation-matches@v1"]
+    assert store.read("t-curation-matches")["benchmark"].unique().to_list() == ["tiny_benchmark"]
+
+    assert "Cached" not in {state for _, state in out["tasks"]}
+    again = run(cfg)
+    assert len(again["tasks"]) == len(out["tasks"]) == 1 + 3 * 5 + 1  # generate, 5 mapped steps, reduce
+    assert {state for _, state in again["tasks"]} == {"Cached"}, again["tasks"]
+    assert again["manifest"]["rows"] == manifest["rows"] and again["manifest"]["version"] == 2
+    assert store.read("t-curation", 2).equals(curated)
+
+
+def test_interrupted_run_leaves_the_store_consistent(prefect_harness, tmp_path, monkeypatch):
+    from flows.curate.flow import run
+
+    cfg = tiny_config(tmp_path / "home", shards=1)
+    run(cfg)
+    store = DatasetStore(cfg.home)
+    before = store.read("t-curation")
+    # Crash while the curated dataset (the last write) is half written.
+    real = pl.DataFrame.write_parquet
+
+    def crash(self, file, *args, **kwargs):
+        if "t-curation/" in str(file).replace("\\", "/"):
+            with open(file, "wb") as fh:
+                fh.write(b"PAR1 half a file")
+            raise KeyboardInterrupt("killed mid-write")
+        return real(self, file, *args, **kwargs)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", crash)
+    with pytest.raises(BaseException, match="killed mid-write"):
+        run(tiny_config(tmp_path / "home", shards=1, minhash_threshold=0.75))
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", real)
+    for name in store.names():
+        m = store.manifest(name)
+        store.read(name)  # every LATEST version is complete and readable
+        for parent in m.parents:
+            ds, version = parent.split("@v")
+            assert store.path(ds, int(version)).exists()
+    assert store.latest("t-curation") == 1 and store.read("t-curation").equals(before)
+    leftovers = [p for p in (store.datasets / "t-curation").iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+
+
+@pytest.mark.slow
+def test_dask_runner_gives_the_same_output_as_local(prefect_harness, tmp_path):
+    from distributed import LocalCluster
+
+    from flows.curate.flow import run
+
+    local = run(tiny_config(tmp_path / "local", shards=3))["manifest"]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        dask = run(tiny_config(tmp_path / "dask", shards=3, runner="dask",
+                               dask_address=cluster.scheduler_address))["manifest"]
+    assert [s | {"removed": 0} for s in dask["steps"]] == [s | {"removed": 0} for s in local["steps"]]
+    a = DatasetStore(tmp_path / "local").read("t-curation")
+    b = DatasetStore(tmp_path / "dask").read("t-curation")
+    assert a.equals(b) and a.height == local["rows"]
