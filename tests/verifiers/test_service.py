@@ -23,12 +23,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+PLUGIN = """
+from verifiers.base import Reward
+
+class Echo:
+    name, version = "echo", "0.3"
+
+    def verify(self, items):
+        if any(item.get("explode") for item in items):
+            raise RuntimeError("plugin bug")
+        return [Reward(float(len(item["response"])), {"pid_free": True}) for item in items]
+"""
+
+
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    plugins = tmp_path_factory.mktemp("plugins")
+    (plugins / "echo.py").write_text(PLUGIN, encoding="utf-8")
     port = _free_port()
     cmd = [
         sys.executable, "-c", "from flows.cli import main; main()", "serve", "rewards", "--port", str(port),
         "--workers", "2", "--item-timeout", "20", "--max-body-mb", "0.05", "--max-items", "64", "--log-level", "warning",
+        "--plugin-dir", str(plugins),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -63,6 +79,15 @@ def test_scores_a_mixed_batch(server):
         {"response": "short answer", "constraints": [{"type": "word_count", "max": 5}, {"type": "no_commas"}]},
     ]})
     assert r.status_code == 200 and r.json()["rewards"][0]["reward"] == 1.0
+
+
+def test_directory_plugin_is_served_and_its_bugs_contained(server):
+    items = [{"response": "abc"}, {"response": "x", "explode": True}, {"response": "abcdef"}]
+    r = server.post("/score", json={"verifier": "echo", "items": items})
+    assert r.status_code == 200 and r.json()["version"] == "0.3"
+    rewards = r.json()["rewards"]
+    assert rewards[0]["reward"] == 3.0 and rewards[2]["reward"] == 6.0
+    assert rewards[1]["details"]["error"] == "RuntimeError: plugin bug"
 
 
 @pytest.mark.parametrize(
