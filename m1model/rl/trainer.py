@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
-from m1model.rl.advantages import length_window_ready
+from m1model.engine import Engine, SamplingParams
+from m1model.rl.advantages import informative_groups, length_window_ready
 from m1model.rl.checkpoint import latest_checkpoint, load_state, rng_state, save_checkpoint, set_rng_state
 from m1model.rl.losses import Algorithm, LossConfig, policy_loss
 from m1model.rl.optim import paper_adamw
@@ -84,7 +84,7 @@ class RLTrainer:
     def __init__(
         self,
         model: torch.nn.Module,
-        engine: Any,
+        engine: Engine,
         reward_fn: RewardFn,
         pool: PromptPool,
         cfg: RLConfig,
@@ -105,8 +105,6 @@ class RLTrainer:
     # -- rollouts ---------------------------------------------------------------------------------------
 
     def _generate(self, indices: list[int], seed: int) -> list[Group]:
-        from m1model import SamplingParams  # the engine lives beside the model
-
         cfg = self.cfg
         prompts = [list(self.pool.prompts[i]) for i in indices]
         params = SamplingParams(
@@ -156,7 +154,8 @@ class RLTrainer:
             if not cfg.dynamic_sampling:
                 batch.groups = groups
                 break
-            batch.groups += [g for g in groups if max(g.rewards) - min(g.rewards) > 1e-9]
+            informative = informative_groups(torch.tensor([g.rewards for g in groups])).tolist()
+            batch.groups += [g for g, keep in zip(groups, informative, strict=True) if keep]
             if len(batch.groups) >= cfg.prompts_per_step:
                 break
         return batch

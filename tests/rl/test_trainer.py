@@ -40,8 +40,10 @@ def rl_config(**kw) -> RLConfig:
     return RLConfig(**(base | kw))
 
 
-def make_trainer(model, **kw) -> RLTrainer:
-    return RLTrainer(model, Engine(model), contains_target, pool(), rl_config(**kw))
+def make_trainer(model, checkpoint_dir=None, **kw) -> RLTrainer:
+    return RLTrainer(
+        model, Engine(model), contains_target, pool(), rl_config(**kw), checkpoint_dir=checkpoint_dir
+    )
 
 
 def test_step_metrics_finite_and_weights_change(tiny_model):
@@ -87,22 +89,22 @@ def test_dynamic_sampling_drops_uniform_groups(tiny_model):
 
 @pytest.mark.slow
 def test_checkpoint_resume_is_identical(tmp_path, new_tiny_model):
-    make_tiny_model = new_tiny_model
-    straight = make_trainer(make_tiny_model())
+    straight = make_trainer(new_tiny_model())
     straight.train(2)
 
-    first = RLTrainer(make_tiny_model(), None, contains_target, pool(), rl_config(), checkpoint_dir=tmp_path)
-    first.engine = Engine(first.model)
+    first = make_trainer(new_tiny_model(), checkpoint_dir=tmp_path)
     first.train(1)
     first.save()
 
-    resumed = make_trainer(
-        make_tiny_model(seed=99)
-    )  # different init: everything must come from the checkpoint
-    resumed.checkpoint_dir = tmp_path
+    # A differently initialised model: weights, AdamW state, step and RNG must all come from the checkpoint.
+    resumed = make_trainer(new_tiny_model(seed=99), checkpoint_dir=tmp_path)
     assert resumed.resume()
     assert resumed.step == 1
     resumed.train(2)
     for k, v in straight.model.state_dict().items():
         assert torch.equal(v, resumed.model.state_dict()[k]), k
     assert [h["reward_mean"] for h in resumed.history] == [h["reward_mean"] for h in straight.history]
+    assert (
+        resumed.optimizer.state_dict()["state"][0]["step"]
+        == straight.optimizer.state_dict()["state"][0]["step"]
+    )
