@@ -6,9 +6,9 @@ source of truth. It costs milliseconds to seconds per item, and an RL batch hold
 that mostly repeat a few answers, so `MathVerifier` puts three things in front of it, none of which may
 change a verdict (`m1 bench verify` checks that on every item):
 
-- fast paths: identical answers and plain decimal numbers, decided exactly as math-verify would decide
-  them, and only where that is certain (layout-only differences such as ``\left(`` are left to it:
-  for text it cannot parse it compares raw strings);
+- fast paths, decided exactly as math-verify would decide them and only where that is certain:
+  identical answers, answers that differ only in layout (``\left(``, spaces around operators,
+  ``\dfrac``), and plain integers, decimals and integer fractions;
 - a cache of verdicts per (reference, answer) pair, and of parsed references inside each worker;
 - a process pool for the rest (math-verify is pure Python and CPU-bound; threads would not help, and its
   signal-based timeouts only work in a process's main thread).
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from fractions import Fraction
 from functools import lru_cache
 from multiprocessing import get_context
@@ -190,20 +190,18 @@ class MathVerifier:
         self._pool: Executor | None = None
 
     def verify(self, items: Sequence[Mapping[str, Any]]) -> list[Reward]:
-        prepared: list[tuple[str, str, dict[str, Any]] | Reward] = [self._prepare(item) for item in items]
-        pending = {
-            (p[0], p[1])
-            for p in prepared
-            if not isinstance(p, Reward) and (p[0], p[1]) not in self._cache
-        }
-        self._resolve(sorted(pending))  # sorted: a prompt's pairs land in one chunk, its reference parsed once
+        prepared = [self._prepare(item) for item in items]
+        pairs = {(p[0], p[1]) for p in prepared if not isinstance(p, Reward)}
+        verdicts = {pair: self._cache[pair] for pair in pairs if pair in self._cache}
+        # sorted: a prompt's pairs land in one chunk, so a worker parses its reference once
+        verdicts |= self._resolve(sorted(pairs - verdicts.keys()))
         rewards: list[Reward] = []
         for p in prepared:
             if isinstance(p, Reward):
                 rewards.append(p)
                 continue
             gold, answer, details = p
-            correct, error = self._cache[(gold, answer)]
+            correct, error = verdicts[(gold, answer)]
             details["correct"] = correct
             if error:
                 details["error"] = error
@@ -212,6 +210,7 @@ class MathVerifier:
         return rewards
 
     def _prepare(self, item: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]] | Reward:
+        """(reference, extracted answer, details) of an item, or its error. No answer found: ""."""
         response, reference = item.get("response"), item.get("reference")
         if not isinstance(response, str):
             return Reward.error("item has no text `response`")
@@ -227,32 +226,34 @@ class MathVerifier:
             "format_ok": ok,
             "format": why,
         }
-        if extraction is None:
-            self._cache[(gold, "")] = (False, None)
-            return gold, "", details
-        return gold, extraction.text, details
+        return gold, extraction.text if extraction else "", details
 
-    def _resolve(self, pairs: list[tuple[str, str]]) -> None:
+    def _resolve(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Verdict]:
+        """Verdicts of pairs not in the cache: fast paths here, math-verify for the rest."""
+        verdicts: dict[tuple[str, str], Verdict] = {}
         slow: list[tuple[str, str]] = []
         for gold, answer in pairs:
             quick = fast_verdict(gold, answer) if answer else False
             if quick is None:
                 slow.append((gold, answer))
             else:
-                self._cache[(gold, answer)] = (quick, None)
-        if not slow:
-            return
-        if self.workers <= 0 or len(slow) < 2 * self.workers:
-            verdicts = _slow_chunk(slow, self.timeout_s)
-        else:
-            # A few chunks per worker balance uneven item costs without paying IPC per item.
-            size = max(1, len(slow) // (self.workers * 4))
-            chunks = [slow[i : i + size] for i in range(0, len(slow), size)]
-            pool = self._executor()
-            results = pool.map(_slow_chunk, chunks, [self.timeout_s] * len(chunks))
-            verdicts = [v for chunk in results for v in chunk]
-        for pair, verdict in zip(slow, verdicts, strict=True):
-            self._cache[pair] = verdict
+                verdicts[(gold, answer)] = (quick, None)
+        verdicts |= zip(slow, self._slow(slow), strict=True)
+        self._cache.update(verdicts)
+        return verdicts
+
+    def _slow(self, pairs: list[tuple[str, str]]) -> list[Verdict]:
+        if self.workers <= 0 or len(pairs) < 2 * self.workers:
+            return _slow_chunk(pairs, self.timeout_s)
+        # A few chunks per worker balance uneven item costs without paying IPC per item.
+        size = max(1, len(pairs) // (self.workers * 4))
+        chunks = [pairs[i : i + size] for i in range(0, len(pairs), size)]
+        try:
+            results = list(self._executor().map(_slow_chunk, chunks, [self.timeout_s] * len(chunks)))
+        except BrokenProcessPool:  # a worker died (killed from outside): start afresh next batch
+            self.close()
+            return _slow_chunk(pairs, self.timeout_s)
+        return [v for chunk in results for v in chunk]
 
     def _executor(self) -> Executor:
         if self._pool is None:
@@ -271,6 +272,3 @@ class MathVerifier:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def default_workers() -> int:
-    return len(os.sched_getaffinity(0))
