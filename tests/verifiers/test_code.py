@@ -126,3 +126,20 @@ def test_output_and_value_comparison():
     assert not outputs_match("1 2", "1 2 3") and not outputs_match("nan", "0")  # NaN is close to nothing
     assert values_match((1, [2.0000000001]), [1, [2]]) and not values_match([1], [1, 2])
     assert not values_match(1, True) and values_match({"a": [1]}, {"a": [1]})
+
+
+@pytest.mark.docker
+def test_docker_backend_gives_the_same_verdicts():
+    from sandboxes import SandboxUnavailable, get_sandbox
+
+    try:
+        get_sandbox("docker")
+    except SandboxUnavailable as exc:
+        pytest.skip(f"Docker engine unavailable: {exc}")
+    docker = CodeVerifier(backend="docker", time_limit_s=0.5, workers=2)
+    rewards = docker.verify([
+        {"response": py("a, b = map(int, input().split())\nprint(a + b)"), "tests": SUM_TESTS},
+        {"response": py("while True:\n    pass"), "tests": SUM_TESTS},
+        {"response": py("x = bytearray(1 << 30)\nprint(len(x))"), "tests": SUM_TESTS},
+    ])
+    assert [r.details["verdict"] for r in rewards] == ["AC", "TLE", "MLE"]
