@@ -1,0 +1,182 @@
+"""`m1 bench decode`: time per generated token of the hybrid model vs the same model with every layer softmax.
+
+Measured: one decode step (batch 1) at each context length, for the hybrid model (MiniMax's pattern, one
+softmax layer after every seven lightning layers) and for the same-size model whose layers are all softmax
+attention. The cache is filled with random keys/values/states of the context length rather than by a
+prefill: a decode step's cost depends on the cache's size, not its contents, and an all-softmax prefill
+of 16K tokens would dominate the run.
+
+Analytic FLOPs per generated token at context n (a multiply-add counts 2; norms, RoPE and the softmax's
+exponentials are O(d) or O(H n) and left out):
+
+    lightning layer   2 d (3 H Dh)  +  2 d (H Dh)  +  2 (H Dh) d      qkv, output gate, out projections
+                      + 5 H Dh^2                                      state decay + k^T v update (3/elt), q S (2/elt)
+    softmax layer     2 d (H + 2 Hkv) Dh  +  2 (H Dh) d               q, k, v, o projections
+                      + 4 H Dh n                                      q K^T and A V over n cached positions
+    every layer       2 d E  +  k * 3 * 2 d I                         router, k SwiGLU experts
+    once              2 d V                                           LM head
+
+with d hidden size, H / Hkv query / KV heads, Dh head dim, E experts, k experts per token, I expert width,
+V vocabulary. Generating L tokens costs the sum over n = 1..L. Only the softmax layers grow with n, so the
+hybrid/full ratio falls towards (softmax layers)/(all layers) = 1/8 as the context grows. The paper's
+claim (under 50% of the FLOPs at 64K generation length, about 25% at 100K) compares M1 with DeepSeek-R1;
+here the baseline is the same model with full attention everywhere, evaluated for the benchmark model and
+for MiniMax-M1's own configuration.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Annotated
+
+import typer
+
+from flows.bench import app
+from flows.bench.model_shape import ShapeOption, ThreadsOption, parse_shape
+
+# MiniMax-M1 / Text-01 (456B total, 45.9B active): 80 layers, a softmax layer after every 7 lightning ones.
+MINIMAX_M1 = dict(
+    hidden_size=6144,
+    num_hidden_layers=80,
+    num_attention_heads=64,
+    num_key_value_heads=8,
+    head_dim=128,
+    intermediate_size=9216,
+    num_local_experts=32,
+    num_experts_per_tok=2,
+    vocab_size=200064,
+)
+
+
+def decode_flops(cfg: dict, layer_types: list[str], context: int) -> float:
+    """FLOPs of one generated token at the given context length (formula in the module docstring)."""
+    d, H, Hkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    Dh, E, k, inter, V = (
+        cfg["head_dim"],
+        cfg["num_local_experts"],
+        cfg["num_experts_per_tok"],
+        cfg["intermediate_size"],
+        cfg["vocab_size"],
+    )
+    lightning = 2 * d * 3 * H * Dh + 2 * d * H * Dh + 2 * H * Dh * d + 5 * H * Dh * Dh
+    softmax = 2 * d * (H + 2 * Hkv) * Dh + 2 * H * Dh * d + 4 * H * Dh * context
+    moe = 2 * d * E + k * 3 * 2 * d * inter
+    attn = sum(lightning if t == "linear_attention" else softmax for t in layer_types)
+    return attn + len(layer_types) * moe + 2 * d * V
+
+
+def generation_flops(cfg: dict, layer_types: list[str], length: int) -> float:
+    """FLOPs of generating `length` tokens from an empty context (closed form of the sum over n)."""
+    n_softmax = sum(t == "full_attention" for t in layer_types)
+    growth = 4 * cfg["num_attention_heads"] * cfg["head_dim"] * n_softmax  # FLOPs added per context token
+    return length * decode_flops(cfg, layer_types, 0) + growth * length * (length + 1) / 2
+
+
+def _random_cache(model, context: int, reserve: int):
+    """A cache as if `context` tokens had been prefilled: random states and keys/values of that size."""
+    import torch
+
+    from m1model.cache import KVBuffer, M1Cache
+
+    cfg = model.config
+    D, g = cfg.attn_head_dim, torch.Generator().manual_seed(context)
+    cache = M1Cache(reserve=reserve)
+    for i, layer in enumerate(model.model.layers):
+        if layer.is_lightning:
+            cache.states[i] = torch.randn(1, cfg.num_attention_heads, D, D, generator=g)
+        else:
+            kv = [torch.randn(1, cfg.num_key_value_heads, context, D, generator=g) for _ in range(2)]
+            cache.kv[i] = KVBuffer.start(*kv, reserve=reserve)
+    cache.mask = torch.ones(1, context, dtype=torch.bool)
+    cache.positions = torch.tensor([context])
+    return cache
+
+
+def seconds_per_token(model, context: int, tokens: int) -> float:
+    """Median wall time of one decode step at the given context (after one warm-up step)."""
+    import torch
+
+    cache = _random_cache(model, context, reserve=tokens + 1)
+    token = torch.tensor([[5]])
+    times = []
+    with torch.inference_mode():
+        model(token, cache=cache, use_cache=True)
+        for _ in range(tokens):
+            t0 = time.perf_counter()
+            logits = model(token, cache=cache, use_cache=True).logits
+            token = logits[:, -1].argmax(-1, keepdim=True)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+@app.command("decode")
+def bench_decode(
+    contexts: Annotated[str, typer.Option(help="Comma-separated context lengths.")] = "1024,4096,16384",
+    tokens: Annotated[int, typer.Option(min=1, help="Decode steps timed per context (median reported).")] = 8,
+    shape: ShapeOption = None,
+    threads: ThreadsOption = None,
+) -> None:
+    """Per-token decode time of the hybrid model vs all-softmax attention, plus analytic FLOPs at 64K/100K."""
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from flows.errors import InputError
+    from m1model import M1Config, M1ForCausalLM
+    from m1model.config import hybrid_layer_types
+
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        lengths = [int(c) for c in contexts.split(",")]
+    except ValueError:
+        raise InputError(f"--contexts {contexts!r}: expected comma-separated integers") from None
+    shape = parse_shape(shape)
+    layers = shape["num_hidden_layers"]
+    kinds = {"hybrid": hybrid_layer_types(layers), "all-softmax": ["full_attention"] * layers}
+    try:
+        models = {}
+        for name, types in kinds.items():
+            torch.manual_seed(0)
+            models[name] = M1ForCausalLM(M1Config(**shape, layer_types=types)).eval()
+    except ValueError as exc:
+        raise InputError(f"model shape: {exc}") from None
+
+    console = Console()
+    table = Table(
+        title=f"decode, batch 1, {layers} layers (hybrid: {kinds['hybrid'].count('full_attention')} softmax)"
+    )
+    for col in ("context", "hybrid ms/token", "all-softmax ms/token", "hybrid / all-softmax"):
+        table.add_column(col, justify="right")
+    for n in lengths:
+        with console.status(f"decoding at context {n}"):
+            t = {name: seconds_per_token(m, n, tokens) for name, m in models.items()}
+        table.add_row(
+            f"{n:,}",
+            f"{t['hybrid'] * 1e3:.2f}",
+            f"{t['all-softmax'] * 1e3:.2f}",
+            f"{t['hybrid'] / t['all-softmax']:.2f}",
+        )
+    console.print(table)
+
+    flops = Table(title="analytic FLOPs: hybrid / all-softmax (formula in flows/bench/decode.py)")
+    for col in (
+        "model",
+        "context",
+        "hybrid GFLOP/token",
+        "softmax GFLOP/token",
+        "ratio per token",
+        "ratio, whole generation",
+    ):
+        flops.add_column(col, justify="right")
+    for label, cfg in (("this benchmark", shape), ("MiniMax-M1", MINIMAX_M1)):
+        n_layers = cfg["num_hidden_layers"]
+        hybrid, full = hybrid_layer_types(n_layers), ["full_attention"] * n_layers
+        for n in (65_536, 102_400):
+            h, f = decode_flops(cfg, hybrid, n), decode_flops(cfg, full, n)
+            whole = generation_flops(cfg, hybrid, n) / generation_flops(cfg, full, n)
+            flops.add_row(
+                label, f"{n // 1024}K", f"{h / 1e9:.3f}", f"{f / 1e9:.3f}", f"{h / f:.1%}", f"{whole:.1%}"
+            )
+    console.print(flops)

@@ -1,0 +1,52 @@
+"""`m1 bench decode` and `m1 bench train-step` at tiny sizes: they run and print their ratios."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from flows.bench.decode import MINIMAX_M1, decode_flops, generation_flops
+from flows.cli import app
+from flows.errors import InputError
+from m1model.config import hybrid_layer_types
+
+SIZES = dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_local_experts=2,
+             intermediate_size=32, vocab_size=64)  # fmt: skip
+TINY = [arg for k, v in SIZES.items() for arg in ("--shape", f"{k}={v}")] + ["--threads", "1"]
+
+
+def test_decode_bench_prints_times_and_flops_ratios():
+    out = CliRunner().invoke(app, ["bench", "decode", "--contexts", "32,64", "--tokens", "2", *TINY])
+    assert out.exit_code == 0, out.output
+    assert "hybrid / all-softmax" in out.output and "MiniMax-M1" in out.output and "%" in out.output
+
+
+def test_decode_flops_follow_the_formula():
+    hybrid, full = hybrid_layer_types(80), ["full_attention"] * 80
+    # Only softmax layers grow with context: 4 H Dh FLOPs per cached position each.
+    grow = decode_flops(MINIMAX_M1, full, 1001) - decode_flops(MINIMAX_M1, full, 1000)
+    assert grow == 4 * 64 * 128 * 80
+    assert (
+        decode_flops(MINIMAX_M1, hybrid, 1001) - decode_flops(MINIMAX_M1, hybrid, 1000) == 4 * 64 * 128 * 10
+    )
+    ratio_64k = decode_flops(MINIMAX_M1, hybrid, 65536) / decode_flops(MINIMAX_M1, full, 65536)
+    ratio_100k = decode_flops(MINIMAX_M1, hybrid, 102400) / decode_flops(MINIMAX_M1, full, 102400)
+    assert 0.125 < ratio_100k < ratio_64k < 0.5  # falls towards 1/8 as the context grows
+    total = generation_flops(MINIMAX_M1, hybrid, 100)
+    assert abs(total - sum(decode_flops(MINIMAX_M1, hybrid, n) for n in range(1, 101))) < 1e-6 * total
+
+
+def test_train_step_bench_compares_with_transformers():
+    out = CliRunner().invoke(
+        app, ["bench", "train-step", "--seq", "40", "--repeats", "1", "--shape", "num_hidden_layers=2", *TINY]
+    )
+    assert out.exit_code == 0, out.output
+    assert "speed-up vs" in out.output and "m1model" in out.output
+    losses = [
+        line.split("│")[2].strip() for line in out.output.splitlines() if "1.00x" in line or "m1model" in line
+    ]
+    assert len(set(losses)) == 1  # same weights, same batch: the same loss
+
+
+def test_bad_shape_is_an_input_error():
+    out = CliRunner().invoke(app, ["bench", "decode", "--shape", "hidden=3"])
+    assert isinstance(out.exception, InputError) and "unknown field 'hidden'" in str(out.exception)
