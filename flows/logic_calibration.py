@@ -298,7 +298,7 @@ def load_bands(home: Path | None = None) -> dict[str, Band]:
 # -- Prefect ----------------------------------------------------------------------------------------
 
 
-@prefect_task(cache_policy=NO_CACHE)
+@prefect_task(cache_policy=NO_CACHE)  # sampling is random by design: a rerun measures the policy afresh
 def sample_and_score(policy: PolicySpec, params: CalibrationParams) -> tuple[list[dict[str, Any]], dict[str, Band]]:
     sampler = make_sampler(policy)
     artifact = create_progress_artifact(0.0, description="logic calibration: tasks done")

@@ -92,6 +92,7 @@ def calibrate(
     k: Annotated[int, typer.Option(min=1, help="Samples per instance (pass@k).")] = 4,
     instances: Annotated[int, typer.Option(min=1, help="Instances per task and difficulty.")] = 4,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task names (default: all).")] = None,
+    difficulties: Annotated[str | None, typer.Option(help="Comma-separated levels (default: every level).")] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="Generation budget per sample.")] = 2048,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
     seed: Annotated[int, typer.Option(min=0)] = 0,
@@ -106,6 +107,10 @@ def calibrate(
     names = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     for name in names or []:
         _task(name)
+    try:
+        levels = [int(d) for d in difficulties.split(",") if d.strip()] if difficulties else None
+    except ValueError:
+        raise InputError(f"--difficulties {difficulties!r}: expected comma-separated integers") from None
     policy = PolicySpec(
         kind="endpoint" if endpoint else "checkpoint",
         endpoint=endpoint,
@@ -114,7 +119,7 @@ def calibrate(
         max_tokens=max_tokens,
         temperature=temperature,
     )
-    result = logic_calibration(policy, CalibrationParams(tasks=names, k=k, instances=instances, seed=seed))
+    result = logic_calibration(policy, CalibrationParams(tasks=names, difficulties=levels, k=k, instances=instances, seed=seed))
     table = Table(title="training bands")
     for col in ("task", "band", "why"):
         table.add_column(col)

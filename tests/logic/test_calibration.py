@@ -20,6 +20,7 @@ from flows.logic_calibration import (
     save,
     select_band,
 )
+from flows.store import DatasetStore
 
 TASKS = ["lights_out", "n_queens"]
 
@@ -104,11 +105,14 @@ def test_calibration_flow_and_cli(oracle_server, prefect_harness, m1_home):
     out = CliRunner().invoke(
         app,
         ["logic", "calibrate", "--endpoint", oracle_server.url, "--tasks", "lights_out", "--k", "2",
-         "--instances", "2"],
+         "--instances", "2", "--difficulties", "1,2,5"],
     )
     assert out.exit_code == 0, out.output
     assert "lights_out" in out.output
-    assert "lights_out" in load_bands()
+    band = load_bands()["lights_out"]
+    assert (band.low, band.high) == (2, 2)  # the oracle always solves level 1 and never level 5
+    rates = DatasetStore().read("logic_calibration")
+    assert sorted(rates["difficulty"].to_list()) == [1, 2, 5]
 
 
 @pytest.mark.slow  # importing transformers/torch and sampling dominate: ~10 s
