@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from sandboxes import Limits, RunResult, SandboxUnavailable, get_sandbox
+from sandboxes import LANGUAGES, Limits, RunResult, SandboxUnavailable, get_sandbox
 from verifiers.base import ItemError, Reward, item_field
 from verifiers.format import final_section
 
@@ -62,7 +62,7 @@ def extract_code(response: str, language: str | None) -> tuple[str, str]:
             return tagged[-1][1], language
     elif blocks:
         tag, body = blocks[-1]
-        return body, tag if tag in _LANG_TAGS.values() else "python"
+        return body, tag or "python"
     if blocks:
         raise ItemError(f"no {language} code block in the response")
     if not text.strip():
@@ -167,21 +167,26 @@ class CodeVerifier:
         response = item.get("response")
         if not isinstance(response, str):
             raise ItemError("item has no text `response`")
-        tests = tests_of(item)[: self.max_tests]
+        all_tests = tests_of(item)
+        tests = all_tests[: self.max_tests]
         fn_name = item.get("fn_name") or item.get("entry_point")
         style = "function" if fn_name else "stdio"
         code, language = extract_code(response, item.get("language"))
+        if language not in LANGUAGES:
+            raise ItemError(f"unsupported language {language!r} (supported: {', '.join(LANGUAGES)})")
         if style == "function" and language != "python":
             raise ItemError("function-call style is supported for Python only")
         sandbox = get_sandbox(self.backend)
         if not sandbox.supports(language):
             raise ItemError(f"{language} is not available in the {self.backend} sandbox")
         details: dict[str, Any] = {"language": language, "style": style}
+        if len(all_tests) > len(tests):
+            details["tests_not_run"] = len(all_tests) - len(tests)  # over max_tests
 
         if language == "python":
             try:
                 compile(code, "solution.py", "exec")  # parse only, nothing runs: a syntax error is a CE
-            except (SyntaxError, ValueError) as exc:
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
                 return self._all_failed("CE", len(tests), details, f"{type(exc).__name__}: {exc}")
 
         limits = self._limits(item)

@@ -109,8 +109,10 @@ def test_tests_from_metadata_and_bad_items(verifier):
         {"response": 3, "tests": SUM_TESTS},
         {"response": "```java\nclass A {}\n```", "tests": SUM_TESTS, "language": "python"},
         {"response": py("def f(): pass"), "tests": SUM_TESTS, "fn_name": "f", "language": "cpp"},
+        {"response": "```java\nclass A {}\n```", "tests": SUM_TESTS},
     ])
     assert all(r.reward == 0 and "error" in r.details for r in rewards), [r.details for r in rewards]
+    assert "unsupported language 'java'" in rewards[-1].details["error"]
 
 
 def test_extract_code_prefers_the_last_block_of_the_language():
