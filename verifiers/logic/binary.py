@@ -96,8 +96,7 @@ class MarkedCellsTask(LogicTask):
         last draw, reveal cells of the intended solution (puzzle["given"]) until it is unique."""
         model, cells, assumptions = self.build(puzzle)
         over = list(cells.values())
-        with model.session() as s:
-            s.check = self.lazy_check(puzzle, cells)
+        with model.session(self.lazy_check(puzzle, cells)) as s:
             if s.count(over, assumptions) == 1:
                 return True
             if not last:
@@ -121,8 +120,7 @@ class MarkedCellsTask(LogicTask):
 
     def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
         model, cells, assumptions = self.build(puzzle)
-        with model.session() as s:
-            s.check = self.lazy_check(puzzle, cells)
+        with model.session(self.lazy_check(puzzle, cells)) as s:
             return s.count(list(cells.values()), assumptions, limit)
 
     def lazy_check(self, puzzle: dict[str, Any], cells: dict[tuple[int, int], Lit]):

@@ -43,20 +43,15 @@ class SatModel:
         off = [] if guard is None else [-guard]
         if kind == "most" and k >= len(lits):
             return
-        if kind == "least" and k <= 0:
-            return
         if k < 0 or k > len(lits):
             self.add(off)  # unsatisfiable: the caller asked for the impossible
             return
-        encode = {"most": CardEnc.atmost, "least": CardEnc.atleast, "equals": CardEnc.equals}[kind]
+        encode = {"most": CardEnc.atmost, "equals": CardEnc.equals}[kind]
         enc = encode(lits=lits, bound=k, vpool=self.pool, encoding=EncType.seqcounter)
         self.clauses.extend([*off, *clause] for clause in enc.clauses)
 
     def at_most(self, lits: Sequence[Lit], k: int, guard: Lit | None = None) -> None:
         self._card(lits, k, "most", guard)
-
-    def at_least(self, lits: Sequence[Lit], k: int, guard: Lit | None = None) -> None:
-        self._card(lits, k, "least", guard)
 
     def exactly(self, lits: Sequence[Lit], k: int, guard: Lit | None = None) -> None:
         self._card(lits, k, "equals", guard)
@@ -91,8 +86,8 @@ class SatModel:
                 self.add([-s, col[value]])
         self.add(selectors)
 
-    def session(self) -> SatSession:
-        return SatSession(self)
+    def session(self, check: Check | None = None) -> SatSession:
+        return SatSession(self, check)
 
 
 class SatSession:
@@ -102,7 +97,6 @@ class SatSession:
         self.model = model
         self.check = check
         self.solver = Solver(name="minisat22", bootstrap_with=model.clauses)
-        self.calls = 0
 
     def close(self) -> None:
         self.solver.delete()
@@ -116,7 +110,6 @@ class SatSession:
     def _solve(self, assumptions: Sequence[Lit]) -> set[int] | None:
         """A model satisfying the lazy `check` too (cuts from the check are kept: they are rules)."""
         while True:
-            self.calls += 1
             if not self.solver.solve(assumptions=list(assumptions)):
                 return None
             true = {lit for lit in self.solver.get_model() if lit > 0}
@@ -142,10 +135,10 @@ class SatSession:
     def count(self, over: Sequence[Lit], assumptions: Sequence[Lit] = (), limit: int = 2) -> int:
         return len(self.solutions(over, assumptions, limit))
 
-    def random_solution(self, over: Sequence[Lit], rng: random.Random, assumptions: Sequence[Lit] = ()) -> set[int] | None:
+    def random_solution(self, over: Sequence[Lit], rng: random.Random) -> set[int] | None:
         """A solution steered by random decision phases, for generators that need a random valid grid."""
         self.solver.set_phases([v if rng.random() < 0.5 else -v for v in over])
-        true = self._solve(assumptions)
+        true = self._solve([])
         return None if true is None else {v for v in over if v in true}
 
     def differs_from(self, over: Sequence[Lit], solution: set[int]) -> Lit:
@@ -171,9 +164,6 @@ class SatSession:
             v = rng.choice(sorted(solution ^ other))
             pinned.append(v if v in solution else -v)
         return pinned
-
-    def stats(self) -> dict[str, int]:
-        return dict(self.solver.accum_stats())
 
 
 def reduce_clues(
