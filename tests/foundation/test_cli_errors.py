@@ -1,0 +1,56 @@
+"""Bad input to `m1 run`: one clear line naming the file and the problem, exit 2, nothing written."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+M1 = [sys.executable, "-c", "from flows.cli import main; main()"]
+
+
+def run_m1(*args, cwd):
+    return subprocess.run([*M1, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def _items(path: Path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+GOOD = {"id": "a", "source": "s", "domain": "math", "task": "t", "prompt": "p", "reference": "\\boxed{1}",
+        "metadata": "{}"}
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        (lambda d: ["--config", str(d / "missing.toml")], "missing.toml: config file not found"),
+        (lambda d: (d / "bad.toml").write_text("[train\n") and ["--config", str(d / "bad.toml")],
+         "bad.toml: malformed toml"),
+        (lambda d: (d / "neg.toml").write_text("[train]\nrl_steps = -2\n") and ["--config", str(d / "neg.toml")],
+         "train.rl_steps"),
+        (lambda d: _items(d / "cols.jsonl", [{k: v for k, v in GOOD.items() if k != "prompt"}])
+         or ["--set", f"data.input_path={d / 'cols.jsonl'}"], "cols.jsonl: missing column(s) prompt"),
+        (lambda d: (d / "broken.jsonl").write_text(json.dumps(GOOD) + "\n{not json\n")
+         and ["--set", f"data.input_path={d / 'broken.jsonl'}"], "broken.jsonl: line 2"),
+        (lambda d: ["--set", f"data.benchmark_paths=[{d / 'nope.jsonl'}]"], "nope.jsonl"),
+    ],
+    ids=["missing-config", "malformed-config", "invalid-value", "missing-column", "broken-json", "missing-bench"],
+)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, m1_home, setup, expected):
+    args = setup(tmp_path)
+    proc = run_m1("run", *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert expected in lines[0]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert not m1_home.exists()  # no partial output in the store
+
+
+def test_help_lists_subcommands(tmp_path):
+    proc = run_m1("--help", cwd=tmp_path)
+    assert proc.returncode == 0
+    for cmd in ("run", "ui", "deploy", "verify", "curate", "logic", "model", "train", "serve", "bench"):
+        assert f" {cmd} " in proc.stdout
