@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from sandboxes import Limits, get_sandbox
+from sandboxes import LANGUAGES, Limits, get_sandbox
 from verifiers.code import outputs_match
 
 SYSTEM_PROMPT = (
@@ -33,6 +33,19 @@ MAX_INPUT_BYTES = 1 << 20
 class Solution:
     code: str
     language: str = "python"
+
+
+def solutions_of(row: dict[str, Any]) -> list[Solution]:
+    """A problem's reference solutions: ``solutions`` as code strings or ``{code, language}`` objects."""
+    raw = row.get("solutions")
+    if not isinstance(raw, list):
+        return []
+    found = [{"code": s} if isinstance(s, str) else s for s in raw]
+    return [
+        Solution(s["code"], str(s.get("language", "python")))
+        for s in found
+        if isinstance(s, dict) and isinstance(s.get("code"), str)
+    ]
 
 
 @dataclass
@@ -118,6 +131,9 @@ def build_suite(
     outputs: list[list[str | None]] = []
     reasons: list[list[str]] = []
     for k, solution in enumerate(solutions):
+        if solution.language not in LANGUAGES or not sandbox.supports(solution.language):
+            suite.broken_solutions.append({"solution": k, "error": f"language {solution.language!r} unavailable"})
+            continue
         if solution.language == "python":
             try:
                 compile(solution.code, "main.py", "exec")  # parse only: a syntax error is a broken build

@@ -69,12 +69,21 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | No
             yield lineno, row, None
 
 
-def _solutions(row: dict[str, Any]) -> list[dict[str, str]]:
-    raw = row.get("solutions")
-    if not isinstance(raw, list):
-        return []
-    out = [{"code": s} if isinstance(s, str) else s for s in raw]
-    return [{"code": s["code"], "language": s.get("language", "python")} for s in out if isinstance(s, dict) and isinstance(s.get("code"), str)]
+def _testgen_row(lineno: int, row: dict[str, Any], problem: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """One problem row with `tests` and a `testgen` report added; failures are reported in the row."""
+    from verifiers.testgen import EndpointError, generate_suite, solutions_of
+
+    if problem is not None:
+        return {**row, "testgen": {"error": problem}}
+    solutions = solutions_of(row)
+    if not isinstance(row.get("prompt"), str) or not solutions:
+        return {**row, "testgen": {"error": f"line {lineno}: needs `prompt` and `solutions` (code strings or {{code, language}})"}}
+    try:
+        suite = generate_suite(row["prompt"], solutions, **options)
+    except EndpointError as exc:
+        return {**row, "testgen": {"error": str(exc)}}
+    report = {**suite.summary(), "rejected_inputs": suite.rejected, "broken_solutions": suite.broken_solutions}
+    return {**row, "tests": suite.tests, "testgen": report}
 
 
 def _count_lines(path: Path) -> int:
@@ -153,35 +162,25 @@ def register(app: typer.Typer) -> None:
         from rich.progress import Progress
 
         from flows.atomic import atomic_path
-        from verifiers.testgen import EndpointError, Solution, generate_suite
+        from sandboxes import SandboxUnavailable, get_sandbox
 
         if not input.is_file():
             raise InputError(f"{input}: input file not found")
+        try:
+            get_sandbox(backend)
+        except (SandboxUnavailable, ValueError) as exc:
+            raise InputError(f"--backend {backend}: {exc}") from None
         rows = list(read_rows(input))
+        options = {"endpoint": endpoint, "model": model, "api_key": os.environ.get(api_key_env), "n_inputs": n_inputs, "backend": backend}
         kept = failed = 0
         console = Console(stderr=True)
         with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8") as out, Progress(console=console, transient=True) as bar:
             task = bar.add_task("testgen", total=len(rows))
             for lineno, row, problem in rows:
-                result: dict[str, Any]
-                solutions = _solutions(row) if problem is None else []
-                if problem is not None:
-                    result = {"error": problem}
-                elif not isinstance(row.get("prompt"), str) or not solutions:
-                    result = {"error": f"line {lineno}: needs `prompt` and `solutions` (code strings or {{code, language}})"}
-                else:
-                    try:
-                        suite = generate_suite(
-                            row["prompt"], [Solution(**s) for s in solutions], endpoint=endpoint, model=model,
-                            api_key=os.environ.get(api_key_env), n_inputs=n_inputs, backend=backend,
-                        )
-                        result = {**suite.summary(), "rejected_inputs": suite.rejected, "broken_solutions": suite.broken_solutions}
-                        row = {**row, "tests": suite.tests}
-                        kept += len(suite.tests)
-                    except EndpointError as exc:
-                        result = {"error": str(exc)}
-                failed += "error" in result
-                out.write(json.dumps({**row, "testgen": result}) + "\n")
+                scored = _testgen_row(lineno, row, problem, options)
+                kept += len(scored.get("tests", []))
+                failed += "error" in scored["testgen"]
+                out.write(json.dumps(scored) + "\n")
                 bar.advance(task)
         console.print(f"[bold]{output}[/]: {len(rows)} problems, {kept} tests kept, {failed} problems failed", highlight=False)
 
