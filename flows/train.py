@@ -82,14 +82,16 @@ def build_model(model_cfg: ModelConfig, tokenizer: Any):
 
 def load_policy(folder: str | Path):
     """(model, tokenizer) from an HF-format folder written by `save_policy` or `m1 model init`."""
-    from transformers import AutoTokenizer
-
     from m1model import M1ForCausalLM
+    from m1model.tokenizer import load_tokenizer
 
     folder = Path(folder)
     if not (folder / "config.json").exists():
         raise InputError(f"{folder}: not a model folder (no config.json)")
-    return M1ForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(str(folder))
+    try:
+        return M1ForCausalLM.from_pretrained(folder), load_tokenizer(folder)
+    except (OSError, ValueError) as exc:  # a damaged or foreign checkpoint: say which and why
+        raise InputError(f"{folder}: cannot load the model: {exc}") from None
 
 
 def save_policy(model, tokenizer, folder: Path, extra: Mapping[str, Any] | None = None) -> Path:

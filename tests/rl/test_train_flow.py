@@ -198,11 +198,27 @@ def test_stages_chain_resume_and_rerun(setup):
 
 @pytest.mark.slow
 def test_train_curriculum_flow(setup, prefect_harness):
+    from prefect.artifacts import Artifact
+
     from flows.train import train_curriculum
 
     summaries = train_curriculum(setup)
     assert [s["stage"] for s in summaries] == ["a", "b"]
     assert all(Path(s["plot"]).exists() for s in summaries)
+    table = Artifact.get("t-b-metrics")
+    assert table is not None and table.type == "table" and "reward_mean" in str(table.data)
+    report = Artifact.get("t-b-report")
+    assert report is not None and "data:image/png;base64," in report.data
+
+
+def test_load_policy_rejects_a_non_model_folder(tmp_path):
+    from flows.train import load_policy
+
+    with pytest.raises(InputError, match="not a model folder"):
+        load_policy(tmp_path)
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    with pytest.raises(InputError, match="cannot load the model"):
+        load_policy(tmp_path)
 
 
 def test_warm_start_and_rl_trains_in_place():
