@@ -91,20 +91,34 @@ class MarkedCellsTask(LogicTask):
         clear = render_cells([[r + 1, c + 1] for r, c, on in sorted(puzzle["given"]) if not on]) or "none"
         return f"\nAlready known: {self.mark} cells {marked}; cells that are not {self.mark}: {clear}.\n"
 
-    def unique_or_pinned(self, puzzle: dict[str, Any], rng, last: bool) -> bool:
-        """True when the puzzle has exactly one solution. When it has more and this is the generator's
-        last draw, reveal cells of the intended solution (puzzle["given"]) until it is unique."""
+    draws: int = 10  # random layouts tried per instance
+
+    def draw(self, rng, difficulty: int) -> dict[str, Any]:
+        """A random puzzle (with its intended "solution" and no "given" cells) at this difficulty."""
+        raise NotImplementedError(f"{self.name} generates its puzzles without draw()")
+
+    def settled(self, rng, difficulty: int) -> dict[str, Any]:
+        """Draw puzzles until one has a unique solution. When none of `draws` does, keep the one that
+        needs the fewest revealed cells to become unique, and reveal those (puzzle["given"])."""
+        best: tuple[dict[str, Any], list[list[int]]] | None = None
+        for _ in range(self.draws):
+            puzzle = self.draw(rng, difficulty)
+            reveal = self.reveals_needed(puzzle, rng)
+            if best is None or len(reveal) < len(best[1]):
+                best = (puzzle, reveal)
+            if not reveal:
+                break
+        puzzle, reveal = best
+        puzzle["given"] = [*puzzle["given"], *reveal]
+        return puzzle
+
+    def reveals_needed(self, puzzle: dict[str, Any], rng) -> list[list[int]]:
+        """Cells of the intended solution, as [row, col, 0/1], whose revealing makes it the only one."""
         model, cells, assumptions = self.build(puzzle)
-        over = list(cells.values())
         with model.session(self.lazy_check(puzzle, cells)) as s:
-            if s.count(over, assumptions) == 1:
-                return True
-            if not last:
-                return False
-            pinned = s.pin_until_unique(over, self.true_of(puzzle["solution"], cells), rng, assumptions)
+            pinned = s.pin_until_unique(list(cells.values()), self.true_of(puzzle["solution"], cells), rng, assumptions)
         lookup = {lit: cell for cell, lit in cells.items()}
-        puzzle["given"] += [[*lookup[abs(p)], int(p > 0)] for p in pinned]
-        return True
+        return [[*lookup[abs(p)], int(p > 0)] for p in pinned]
 
     def corrupt(self, instance: LogicInstance, seed: int) -> str:
         grid = [row[:] for row in instance.puzzle["solution"]]

@@ -11,7 +11,6 @@ from verifiers.logic.grids import KING, neighbours, render
 from verifiers.logic.solvers import SatModel
 
 SIZES = {1: 5, 2: 6, 3: 7, 4: 8, 5: 9, 6: 10}
-DRAWS = 10
 
 
 def perfect_matching(trees: list[tuple[int, int]], tents: set[tuple[int, int]], n: int) -> bool:
@@ -36,33 +35,33 @@ class Campsite(MarkedCellsTask):
     levels = {d: f"{n}x{n} grid" for d, n in SIZES.items()}
     mark = "tent"
 
-    def generate(self, difficulty: int, seed: int):
-        rng = self.rng(difficulty, seed)
+    def draw(self, rng, difficulty: int) -> dict[str, Any]:
         n = SIZES[difficulty]
-        for draw in range(DRAWS):
-            tents: list[tuple[int, int]] = []
-            trees: list[tuple[int, int]] = []
-            cells = [(r, c) for r in range(n) for c in range(n)]
-            rng.shuffle(cells)
-            for cell in cells:
-                if rng.random() < 0.5 or cell in trees or any(nb in tents for nb in neighbours(*cell, n, n, KING)):
-                    continue
-                spots = [nb for nb in neighbours(*cell, n, n) if nb not in trees and nb not in tents]
-                if spots:
-                    tents.append(cell)
-                    trees.append(rng.choice(spots))
-            sol = [[int((r, c) in tents) for c in range(n)] for r in range(n)]
-            puzzle = {
-                "rows": n,
-                "cols": n,
-                "trees": sorted([list(t) for t in trees]),
-                "row_counts": [sum(row) for row in sol],
-                "col_counts": [sum(row[c] for row in sol) for c in range(n)],
-                "given": [],
-                "solution": sol,
-            }
-            if self.unique_or_pinned(puzzle, rng, last=draw == DRAWS - 1):
-                break
+        tents: list[tuple[int, int]] = []
+        trees: list[tuple[int, int]] = []
+        cells = [(r, c) for r in range(n) for c in range(n)]
+        rng.shuffle(cells)
+        for cell in cells:
+            if rng.random() < 0.5 or cell in trees or any(nb in tents for nb in neighbours(*cell, n, n, KING)):
+                continue
+            spots = [nb for nb in neighbours(*cell, n, n) if nb not in trees and nb not in tents]
+            if spots:
+                tents.append(cell)
+                trees.append(rng.choice(spots))
+        sol = [[int((r, c) in tents) for c in range(n)] for r in range(n)]
+        return {
+            "rows": n,
+            "cols": n,
+            "trees": sorted([list(t) for t in trees]),
+            "row_counts": [sum(row) for row in sol],
+            "col_counts": [sum(row[c] for row in sol) for c in range(n)],
+            "given": [],
+            "solution": sol,
+        }
+
+    def generate(self, difficulty: int, seed: int):
+        puzzle = self.settled(self.rng(difficulty, seed), difficulty)
+        n = puzzle["rows"]
         tree_cells = {tuple(t) for t in puzzle["trees"]}
         layout = render([["T" if (r, c) in tree_cells else "." for c in range(n)] for r in range(n)])
         prompt = (

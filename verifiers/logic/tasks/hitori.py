@@ -14,7 +14,6 @@ from verifiers.logic.latin import random_latin
 from verifiers.logic.solvers import SatModel
 
 SIZES = {1: 4, 2: 5, 3: 6, 4: 7, 5: 8, 6: 9}
-DRAWS = 12
 
 
 def components(open_cells: set[tuple[int, int]], n: int) -> list[set[tuple[int, int]]]:
@@ -51,22 +50,22 @@ class Hitori(MarkedCellsTask):
     levels = {d: f"{n}x{n} grid" for d, n in SIZES.items()}
     mark = "shaded"
 
-    def generate(self, difficulty: int, seed: int):
-        rng = self.rng(difficulty, seed)
+    def draw(self, rng: random.Random, difficulty: int) -> dict[str, Any]:
         n = SIZES[difficulty]
-        for draw in range(DRAWS):
-            numbers = random_latin(rng, n)
-            shaded = random_shading(rng, n)
-            for r, c in shaded:  # a shaded cell repeats a number that stays visible in its row or column
-                seen = [numbers[r][j] for j in range(n) if (r, j) not in shaded]
-                seen += [numbers[i][c] for i in range(n) if (i, c) not in shaded]
-                numbers[r][c] = rng.choice(seen)
-            sol = [[int((r, c) in shaded) for c in range(n)] for r in range(n)]
-            puzzle = {"rows": n, "cols": n, "numbers": numbers, "given": [], "solution": sol}
-            if self.unique_or_pinned(puzzle, rng, last=draw == DRAWS - 1):
-                break
+        numbers = random_latin(rng, n)
+        shaded = random_shading(rng, n)
+        for r, c in shaded:  # a shaded cell repeats a number that stays visible in its row or column
+            seen = [numbers[r][j] for j in range(n) if (r, j) not in shaded]
+            seen += [numbers[i][c] for i in range(n) if (i, c) not in shaded]
+            numbers[r][c] = rng.choice(seen)
+        sol = [[int((r, c) in shaded) for c in range(n)] for r in range(n)]
+        return {"rows": n, "cols": n, "numbers": numbers, "given": [], "solution": sol}
+
+    def generate(self, difficulty: int, seed: int):
+        puzzle = self.settled(self.rng(difficulty, seed), difficulty)
+        n = puzzle["rows"]
         prompt = (
-            f"Hitori on a {n}x{n} grid:\n\n{render(numbers)}\n\n"
+            f"Hitori on a {n}x{n} grid:\n\n{render(puzzle['numbers'])}\n\n"
             "Shade some cells so that: no number appears more than once among the unshaded cells of any row "
             "or column; shaded cells never share an edge; all unshaded cells form one group connected through "
             f"edges.\n{self.given_text(puzzle)}" + self.answer_format(puzzle)

@@ -11,7 +11,6 @@ from verifiers.logic.binary import Grid, MarkedCellsTask
 from verifiers.logic.solvers import SatModel
 
 SIZES = {1: 4, 2: 5, 3: 6, 4: 7, 5: 8, 6: 9}
-DRAWS = 10
 
 
 def weighted(line: list[int] | tuple[int, ...]) -> int:
@@ -24,21 +23,21 @@ class Kukurasu(MarkedCellsTask):
     levels = {d: f"{n}x{n} grid" for d, n in SIZES.items()}
     mark = "shaded"
 
-    def generate(self, difficulty: int, seed: int):
-        rng = self.rng(difficulty, seed)
+    def draw(self, rng, difficulty: int) -> dict[str, Any]:
         n = SIZES[difficulty]
-        for draw in range(DRAWS):
-            sol = [[int(rng.random() < 0.5) for _ in range(n)] for _ in range(n)]
-            puzzle = {
-                "rows": n,
-                "cols": n,
-                "row_sums": [weighted(row) for row in sol],
-                "col_sums": [weighted([row[c] for row in sol]) for c in range(n)],
-                "given": [],
-                "solution": sol,
-            }
-            if self.unique_or_pinned(puzzle, rng, last=draw == DRAWS - 1):
-                break
+        sol = [[int(rng.random() < 0.5) for _ in range(n)] for _ in range(n)]
+        return {
+            "rows": n,
+            "cols": n,
+            "row_sums": [weighted(row) for row in sol],
+            "col_sums": [weighted([row[c] for row in sol]) for c in range(n)],
+            "given": [],
+            "solution": sol,
+        }
+
+    def generate(self, difficulty: int, seed: int):
+        puzzle = self.settled(self.rng(difficulty, seed), difficulty)
+        n = puzzle["rows"]
         prompt = (
             f"Kukurasu puzzle on a {n}x{n} grid. Shade some cells. In each row, the shaded cells' column "
             f"numbers (1-{n}, left to right) must add up to the row's clue; in each column, the shaded cells' "

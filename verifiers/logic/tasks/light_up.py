@@ -4,6 +4,7 @@ exactly that many lights. Numbers are removed while the solution stays unique.""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from verifiers.logic.binary import Grid, MarkedCellsTask
@@ -11,7 +12,6 @@ from verifiers.logic.grids import neighbours, render
 from verifiers.logic.solvers import SatModel, reduce_clues
 
 SIZES = {1: 5, 2: 6, 3: 7, 4: 8, 5: 9, 6: 10}
-DRAWS = 10
 RAYS = ((0, 1), (0, -1), (1, 0), (-1, 0))
 
 
@@ -33,31 +33,32 @@ class LightUp(MarkedCellsTask):
     answer_style = "coords"
     mark = "light"
 
+    def draw(self, rng: random.Random, difficulty: int) -> dict[str, Any]:
+        """Random black cells, lights placed greedily until all is lit, every black cell numbered."""
+        n = SIZES[difficulty]
+        black = {(r, c) for r in range(n) for c in range(n) if rng.random() < 0.2}
+        lights: set[tuple[int, int]] = set()
+        lit: set[tuple[int, int]] = set()
+        whites = [(r, c) for r in range(n) for c in range(n) if (r, c) not in black]
+        rng.shuffle(whites)
+        for cell in whites:
+            if cell not in lit:
+                lights.add(cell)
+                lit |= {cell, *seen_from(cell, black, n)}
+        numbers = [[r, c, sum(nb in lights for nb in neighbours(r, c, n, n))] for r, c in sorted(black)]
+        sol = [[int((r, c) in lights) for c in range(n)] for r in range(n)]
+        return {"rows": n, "cols": n, "black": sorted([list(b) for b in black]), "numbers": numbers,
+                "given": [], "solution": sol}
+
     def generate(self, difficulty: int, seed: int):
         rng = self.rng(difficulty, seed)
-        n = SIZES[difficulty]
-        for draw in range(DRAWS):
-            black = {(r, c) for r in range(n) for c in range(n) if rng.random() < 0.2}
-            lights: set[tuple[int, int]] = set()
-            lit: set[tuple[int, int]] = set()
-            whites = [(r, c) for r in range(n) for c in range(n) if (r, c) not in black]
-            rng.shuffle(whites)
-            for cell in whites:
-                if cell not in lit:
-                    lights.add(cell)
-                    lit |= {cell, *seen_from(cell, black, n)}
-            numbers = [[r, c, sum(nb in lights for nb in neighbours(r, c, n, n))] for r, c in sorted(black)]
-            sol = [[int((r, c) in lights) for c in range(n)] for r in range(n)]
-            puzzle = {"rows": n, "cols": n, "black": sorted([list(b) for b in black]), "numbers": numbers,
-                      "given": [], "solution": sol}
-            model, cells, assumptions = self.build(puzzle)
-            with model.session() as s:
-                if s.count(list(cells.values()), assumptions) == 1:
-                    kept = reduce_clues(s, list(cells.values()), [[g] for g in assumptions], rng)
-                    puzzle["numbers"] = [numbers[i] for i in kept]
-                    break
-            if self.unique_or_pinned(puzzle, rng, last=draw == DRAWS - 1):
-                break
+        puzzle = self.settled(rng, difficulty)
+        n = puzzle["rows"]
+        model, cells, assumptions = self.build(puzzle)
+        guards, revealed = assumptions[: len(puzzle["numbers"])], assumptions[len(puzzle["numbers"]) :]
+        with model.session() as s:  # then drop the numbers the unique solution does not need
+            kept = reduce_clues(s, list(cells.values()), [[g] for g in guards], rng, required=revealed)
+        puzzle["numbers"] = [puzzle["numbers"][i] for i in kept]
         board = [["." for _ in range(n)] for _ in range(n)]
         for r, c in puzzle["black"]:
             board[r][c] = "#"

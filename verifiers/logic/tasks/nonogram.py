@@ -11,7 +11,6 @@ from verifiers.logic.binary import Grid, MarkedCellsTask
 from verifiers.logic.solvers import SatModel
 
 SIZES = {1: (5, 5), 2: (6, 6), 3: (8, 8), 4: (10, 10), 5: (12, 12), 6: (15, 15)}
-DRAWS = 8
 
 
 def runs(line: list[int] | tuple[int, ...]) -> list[int]:
@@ -42,21 +41,21 @@ class Nonogram(MarkedCellsTask):
     levels = {d: f"{r}x{c} grid" for d, (r, c) in SIZES.items()}
     mark = "shaded"
 
-    def generate(self, difficulty: int, seed: int):
-        rng = self.rng(difficulty, seed)
+    def draw(self, rng, difficulty: int) -> dict[str, Any]:
         rows, cols = SIZES[difficulty]
-        for draw in range(DRAWS):
-            sol = [[int(rng.random() < 0.6) for _ in range(cols)] for _ in range(rows)]
-            puzzle = {
-                "rows": rows,
-                "cols": cols,
-                "row_clues": [runs(row) for row in sol],
-                "col_clues": [runs([row[c] for row in sol]) for c in range(cols)],
-                "given": [],
-                "solution": sol,
-            }
-            if self.unique_or_pinned(puzzle, rng, last=draw == DRAWS - 1):
-                break
+        sol = [[int(rng.random() < 0.6) for _ in range(cols)] for _ in range(rows)]
+        return {
+            "rows": rows,
+            "cols": cols,
+            "row_clues": [runs(row) for row in sol],
+            "col_clues": [runs([row[c] for row in sol]) for c in range(cols)],
+            "given": [],
+            "solution": sol,
+        }
+
+    def generate(self, difficulty: int, seed: int):
+        puzzle = self.settled(self.rng(difficulty, seed), difficulty)
+        rows, cols = puzzle["rows"], puzzle["cols"]
 
         def fmt(clues: list[list[int]]) -> str:
             return "\n".join(f"  {i + 1}: {' '.join(map(str, clue)) or '0'}" for i, clue in enumerate(clues))

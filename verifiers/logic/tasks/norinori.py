@@ -13,7 +13,6 @@ from verifiers.logic.grids import neighbours, random_regions, render
 from verifiers.logic.solvers import SatModel
 
 SIZES = {1: 4, 2: 5, 3: 6, 4: 7, 5: 8, 6: 9}
-DRAWS = 10
 
 
 def random_dominoes(rng: random.Random, n: int) -> list[list[tuple[int, int]]]:
@@ -43,21 +42,21 @@ class Norinori(MarkedCellsTask):
     levels = {d: f"{n}x{n} grid" for d, n in SIZES.items()}
     mark = "shaded"
 
-    def generate(self, difficulty: int, seed: int):
-        rng = self.rng(difficulty, seed)
+    def draw(self, rng: random.Random, difficulty: int) -> dict[str, Any]:
         n = SIZES[difficulty]
-        for draw in range(DRAWS):
-            dominoes = random_dominoes(rng, n)
-            sol = [[0] * n for _ in range(n)]
-            for domino in dominoes:
-                for r, c in domino:
-                    sol[r][c] = 1
-            regions = random_regions(rng, n, n, dominoes)
-            puzzle = {"rows": n, "cols": n, "regions": regions, "given": [], "solution": sol}
-            if self.unique_or_pinned(puzzle, rng, last=draw == DRAWS - 1):
-                break
+        dominoes = random_dominoes(rng, n)
+        sol = [[0] * n for _ in range(n)]
+        for domino in dominoes:
+            for r, c in domino:
+                sol[r][c] = 1
+        regions = random_regions(rng, n, n, dominoes)
+        return {"rows": n, "cols": n, "regions": regions, "given": [], "solution": sol}
+
+    def generate(self, difficulty: int, seed: int):
+        puzzle = self.settled(self.rng(difficulty, seed), difficulty)
+        n = puzzle["rows"]
         names = string.ascii_uppercase + string.ascii_lowercase
-        layout = render([[names[v] for v in row] for row in regions])
+        layout = render([[names[v] for v in row] for row in puzzle["regions"]])
         prompt = (
             f"Norinori on a {n}x{n} grid divided into regions (letters):\n\n{layout}\n\n"
             "Shade cells so that every region contains exactly 2 shaded cells and every shaded cell has "

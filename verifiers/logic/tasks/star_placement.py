@@ -14,7 +14,6 @@ from verifiers.logic.solvers import SatModel
 
 # level -> (size, stars per row/column/region); the rules and checker take any k, the generator draws k=1
 LEVELS = {1: (5, 1), 2: (6, 1), 3: (7, 1), 4: (8, 1), 5: (9, 1), 6: (10, 1)}
-DRAWS = 12
 
 
 def random_stars(rng: random.Random, n: int) -> list[tuple[int, int]]:
@@ -43,19 +42,19 @@ class StarPlacement(MarkedCellsTask):
     answer_style = "coords"
     mark = "star"
 
-    def generate(self, difficulty: int, seed: int):
-        rng = self.rng(difficulty, seed)
+    def draw(self, rng: random.Random, difficulty: int) -> dict[str, Any]:
         n, k = LEVELS[difficulty]
-        for draw in range(DRAWS):
-            stars = random_stars(rng, n)
-            sol: Grid = [[0] * n for _ in range(n)]
-            for r, c in stars:
-                sol[r][c] = 1
-            regions = random_regions(rng, n, n, [[star] for star in stars])
-            puzzle = {"rows": n, "cols": n, "k": k, "regions": regions, "given": [], "solution": sol}
-            if self.unique_or_pinned(puzzle, rng, last=draw == DRAWS - 1):
-                break
-        layout = render([[string.ascii_uppercase[v] for v in row] for row in regions])
+        stars = random_stars(rng, n)
+        sol: Grid = [[0] * n for _ in range(n)]
+        for r, c in stars:
+            sol[r][c] = 1
+        regions = random_regions(rng, n, n, [[star] for star in stars])
+        return {"rows": n, "cols": n, "k": k, "regions": regions, "given": [], "solution": sol}
+
+    def generate(self, difficulty: int, seed: int):
+        puzzle = self.settled(self.rng(difficulty, seed), difficulty)
+        n, k = puzzle["rows"], puzzle["k"]
+        layout = render([[string.ascii_uppercase[v] for v in row] for row in puzzle["regions"]])
         prompt = (
             f"Star Battle on a {n}x{n} grid divided into {n} regions (letters):\n\n{layout}\n\n"
             f"Place stars so that every row, every column and every region contains exactly {k} star(s), and "
