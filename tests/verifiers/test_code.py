@@ -138,7 +138,7 @@ def test_docker_backend_gives_the_same_verdicts():
         get_sandbox("docker")
     except SandboxUnavailable as exc:
         pytest.skip(f"Docker engine unavailable: {exc}")
-    docker = CodeVerifier(backend="docker", time_limit_s=0.5, workers=2)
+    docker = CodeVerifier(backend="docker", time_limit_s=1, memory_mb=128, workers=3)
     rewards = docker.verify([
         {"response": py("a, b = map(int, input().split())\nprint(a + b)"), "tests": SUM_TESTS},
         {"response": py("while True:\n    pass"), "tests": SUM_TESTS},
