@@ -15,6 +15,7 @@ from verifiers.logic.solvers import SatModel
 
 SIZES = {1: 4, 2: 5, 3: 6, 4: 7, 5: 8, 6: 9}  # grid side, including the clue row and column
 DIGITS = range(1, 10)
+DRAWS = 4  # layouts tried per instance; the one needing the fewest given digits is kept
 Cell = tuple[int, int]
 
 
@@ -71,6 +72,11 @@ class Kakuro(LogicTask):
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
         rng = self.rng(difficulty, seed)
         n = SIZES[difficulty]
+        puzzle = min((self._draw(rng, n) for _ in range(DRAWS)), key=lambda p: len(p["given"]))
+        return LogicInstance(self.name, difficulty, seed, self._prompt(puzzle), render(puzzle["solution"]), puzzle)
+
+    def _draw(self, rng: random.Random, n: int) -> dict[str, Any]:
+        """A random layout and filling, with the cells that must be given to make the filling unique."""
         while len(white := random_layout(rng, n)) < (n - 1) ** 2 // 2:
             pass
         model, x = _model(white, None)
@@ -82,21 +88,16 @@ class Kakuro(LogicTask):
         model, x = _model(white, clues)
         given: list[Cell] = []
         with model.session() as s:
-            while True:
-                found = s.solutions(over, [x[cell][sol[cell]] for cell in given], 2)
-                rival = next((f for f in found if any(x[cell][sol[cell]] not in f for cell in x)), None)
-                if rival is None:
-                    break
+            guard = s.differs_from(over, true)
+            while (rival := s.rival(guard, over, [x[cell][sol[cell]] for cell in given])) is not None:
                 given.append(rng.choice([cell for cell in sorted(x) if x[cell][sol[cell]] not in rival]))
-        grid = [["#" if (r, c) not in white else str(sol[r, c]) for c in range(n)] for r in range(n)]
-        puzzle = {
+        return {
             "n": n,
             "white": sorted([list(cell) for cell in white]),
             "runs": [{"cells": [list(cell) for cell in run], "sum": total} for run, total in clues],
             "given": sorted([[r, c, sol[r, c]] for r, c in given]),
-            "solution": grid,
+            "solution": [["#" if (r, c) not in white else str(sol[r, c]) for c in range(n)] for r in range(n)],
         }
-        return LogicInstance(self.name, difficulty, seed, self._prompt(puzzle), render(grid), puzzle)
 
     def _prompt(self, p: dict[str, Any]) -> str:
         n = p["n"]
