@@ -2,6 +2,12 @@
 
 `TASKS` maps task name -> LogicTask. reasoning-gym's datasets join as ``rg_<name>`` tasks when that
 package is installed (extra ``logic``); see `verifiers.logic.reasoning_gym_adapter`.
+
+Adding a task: write ``tasks/<name>.py`` with a `LogicTask` subclass (base.py documents the contract) and
+``TASK = MyTask()``. Grid puzzles can build on the shared pieces: `fill.FillInTask` (answers that are
+completed number grids), `binary.MarkedCellsTask` (answers that mark cells), `solvers` (rules as CNF for
+python-sat; clue reduction and uniqueness proofs), `grids` (lenient answer parsing). The contract tests in
+tests/logic/test_tasks.py then cover the new task at every level with no further code.
 """
 
 from __future__ import annotations
