@@ -35,7 +35,7 @@ def bench_logic(
     if unknown:
         raise InputError(f"--tasks: unknown task(s) {', '.join(unknown)}")
     table = Table(title=f"logic task generation, {n} instances per level")
-    for col in ("task", "levels", "gen/s easiest", "gen/s hardest", "hardest/easiest", "verify/s hardest"):
+    for col in ("task", "levels", "gen/s easiest", "gen/s hardest", "hard/easy", "verify/s hardest"):
         table.add_column(col, justify="right" if col != "task" else "left")
     for name in names:
         task = TASKS[name]
