@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from sandboxes import LANGUAGES, Limits, RunResult, SandboxUnavailable, get_sandbox
 from verifiers.base import ItemError, Reward, item_field
-from verifiers.format import final_section
+from verifiers.format import final_section, think_ok
 
 Verdict = Literal["AC", "WA", "TLE", "MLE", "RE", "OLE", "CE"]
 
@@ -114,7 +114,8 @@ def _excerpt(data: bytes | str) -> str:
 
 
 class CodeVerifier:
-    """Reward = all tests pass (1/0), or the fraction passed with ``partial_credit``.
+    """Reward = all tests pass (1/0), or the fraction passed with ``partial_credit``, plus
+    ``format_weight`` x format (0/1: the code in a fenced block after well-formed reasoning tags).
 
     ``backend``: the sandbox (``process`` or ``docker``). ``time_limit_s`` / ``memory_mb``: per test,
     unless the item sets its own. ``workers``: items judged at once (each run is its own sandbox).
@@ -133,9 +134,11 @@ class CodeVerifier:
         tolerance: float = 1e-6,
         workers: int = 2,
         max_tests: int = 100,
+        format_weight: float = 0.0,
+        require_think: bool = False,
     ) -> None:
-        if time_limit_s <= 0 or memory_mb <= 0 or workers < 1 or max_tests < 1:
-            raise ValueError("time_limit_s, memory_mb, workers and max_tests must be positive")
+        if time_limit_s <= 0 or memory_mb <= 0 or workers < 1 or max_tests < 1 or format_weight < 0:
+            raise ValueError("time_limit_s, memory_mb, workers and max_tests must be positive, format_weight >= 0")
         self.partial_credit = partial_credit
         self.backend = backend
         self.time_limit_s = time_limit_s
@@ -143,6 +146,8 @@ class CodeVerifier:
         self.tolerance = tolerance
         self.workers = workers
         self.max_tests = max_tests
+        self.format_weight = format_weight
+        self.require_think = require_think
 
     def verify(self, items: Sequence[Mapping[str, Any]]) -> list[Reward]:
         if len(items) <= 1 or self.workers == 1:
@@ -152,11 +157,25 @@ class CodeVerifier:
 
     def _one(self, item: Mapping[str, Any]) -> Reward:
         try:
-            return self._judge(item)
+            judged = self._judge(item)
         except ItemError as exc:
             return Reward.error(str(exc))
         except SandboxUnavailable as exc:
             return Reward.error(f"sandbox unavailable: {exc}")
+        ok, why = self._format(item["response"], judged.details["language"])
+        judged.details.update(format_ok=ok, format=why)
+        return Reward(judged.reward + self.format_weight * ok, judged.details)
+
+    def _format(self, response: str, language: str) -> tuple[bool, str]:
+        """The paper's format reward for code: well-formed reasoning tags, then the program in a fenced
+        block of its language."""
+        ok, why = think_ok(response, require_think=self.require_think)
+        if not ok:
+            return ok, why
+        tags = {_LANG_TAGS.get(tag.lower(), tag.lower()) for tag, _ in _FENCE.findall(final_section(response))}
+        if language not in tags and "" not in tags:
+            return False, f"no ```{language} code block after the reasoning"
+        return True, "ok"
 
     def _limits(self, item: Mapping[str, Any]) -> Limits:
         time_limit = float(item.get("time_limit_s") or self.time_limit_s)

@@ -135,14 +135,8 @@ def extract_answer(response: str) -> Extraction | None:
     return Extraction(line, "last_line") if line else None
 
 
-def format_ok(response: str, *, require_think: bool = False) -> tuple[bool, str]:
-    """Does the response follow the required answer format? Returns (ok, reason).
-
-    Required: the final answer in ``\\boxed{}`` after the reasoning; ``<think>`` tags, when present (or
-    required), opened once, closed once, and before the answer.
-    """
-    if not isinstance(response, str):
-        return False, "response is not text"
+def think_ok(response: str, *, require_think: bool = False) -> tuple[bool, str]:
+    """``<think>`` tags, when present (or required), opened at most once, closed once, in order."""
     opens, closes = response.count(_THINK_OPEN), response.count(_THINK_CLOSE)
     if require_think and closes == 0:
         return False, "missing </think>"
@@ -150,6 +144,20 @@ def format_ok(response: str, *, require_think: bool = False) -> tuple[bool, str]
         return False, "unbalanced <think> tags"
     if opens == 1 and response.index(_THINK_OPEN) > response.index(_THINK_CLOSE):
         return False, "</think> before <think>"
+    return True, "ok"
+
+
+def format_ok(response: str, *, require_think: bool = False) -> tuple[bool, str]:
+    """Does a math response follow the required answer format? Returns (ok, reason).
+
+    Required: well-formed ``<think>`` tags (`think_ok`) and the final answer in ``\\boxed{}`` after
+    the reasoning.
+    """
+    if not isinstance(response, str):
+        return False, "response is not text"
+    ok, why = think_ok(response, require_think=require_think)
+    if not ok:
+        return ok, why
     if last_boxed(final_section(response)) is None:
         return False, "no \\boxed{} answer after the reasoning"
     return True, "ok"

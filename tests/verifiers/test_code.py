@@ -145,3 +145,17 @@ def test_docker_backend_gives_the_same_verdicts():
         {"response": py("x = bytearray(1 << 30)\nprint(len(x))"), "tests": SUM_TESTS},
     ])
     assert [r.details["verdict"] for r in rewards] == ["AC", "TLE", "MLE"]
+
+
+def test_format_reward(verifier):
+    code = "print(sum(map(int, input().split())))"
+    weighted = CodeVerifier(time_limit_s=1, format_weight=0.5)
+    fenced, bare, bad_think = weighted.verify([
+        {"response": py(code), "tests": SUM_TESTS},
+        {"response": code, "tests": SUM_TESTS},  # correct, but not in a code block
+        {"response": "<think>a<think>b</think>" + py(code), "tests": SUM_TESTS},
+    ])
+    assert fenced.reward == 1.5 and fenced.details["format_ok"] is True
+    assert bare.reward == 1.0 and "code block" in bare.details["format"]
+    assert bad_think.reward == 1.0 and "unbalanced" in bad_think.details["format"]
+    assert judge(verifier, py(code)).reward == 1.0  # format weight 0 by default: pure correctness
