@@ -52,6 +52,7 @@ def similar_pairs(vectors: np.ndarray, threshold: float, active: np.ndarray | No
         for lo in range(0, len(x), _QUERY_BLOCK):
             # range_search keeps ip > radius; step just below the threshold to keep ip == threshold
             lims, sims, nbrs = index.range_search(x[lo : lo + _QUERY_BLOCK], np.nextafter(threshold, 0))
+            lims = lims.astype(np.int64)
             found_i.append(np.repeat(np.arange(lo, lo + len(lims) - 1), np.diff(lims)))
             found_j.append(nbrs)
             found_s.append(sims)

@@ -81,3 +81,21 @@ def test_separation_drops_rl_items_duplicating_sft_items():
         assert set(res.removed["id"]) == {"r20", "r21"}, method
         assert "duplicate of sft item r3" in res.removed["reason"][0]
     assert res.kept.height == 21
+
+
+@pytest.mark.parametrize("exact_limit", [50_000, 10])
+def test_similar_pairs_matches_brute_force(monkeypatch, exact_limit):
+    import numpy as np
+
+    from flows.curate import embed
+
+    monkeypatch.setattr(embed, "EXACT_LIMIT", exact_limit)  # 10: the HNSW path
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 16)).astype(np.float32)
+    x[150:170] = x[:20] + 0.05 * rng.normal(size=(20, 16)).astype(np.float32)  # planted neighbours
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    pairs, sims = embed.similar_pairs(x, 0.9)
+    sim = x @ x.T
+    i, j = np.nonzero(np.triu(sim >= 0.9, 1))
+    assert {tuple(p) for p in pairs.tolist()} == set(zip(i.tolist(), j.tolist(), strict=True))
+    np.testing.assert_allclose(sims, sim[pairs[:, 0], pairs[:, 1]], rtol=1e-5)

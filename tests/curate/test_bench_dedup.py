@@ -1,0 +1,26 @@
+"""`m1 bench dedup` at tiny size prints the ratios, precision/recall and memory."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from flows.bench.dedup import exact_pairs, make_corpus
+from flows.cli import app
+
+
+def test_corpus_plants_pairs_across_the_jaccard_range():
+    corpus = make_corpus(3000, seed=1)
+    _, sim = exact_pairs(corpus, 0.8, set())
+    values = list(sim.values())
+    assert len(values) > 300
+    assert min(values) < 0.55 and max(values) == 1.0
+    assert sum(v >= 0.8 for v in values) > 0.2 * len(values)
+
+
+def test_bench_dedup_tiny_prints_ratios():
+    res = CliRunner().invoke(app, ["bench", "dedup", "--docs", "1500", "--baseline-docs", "400", "--embed-docs", "0"],
+                             terminal_width=160)
+    assert res.exit_code == 0, res.output
+    for text in ("datasketch bulk*", "datasketch per-doc*", "vs per-document (target >= 10x)",
+                 "vs bulk (target >= 3x)", "peak memory", "precision", "recall", "docs/s extrapolated"):
+        assert text in res.output, text
