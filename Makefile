@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,dist]'
+	$(PY) -m pip install -q -e '.[dev,dist,logic]'
 	touch $@
 
 run: $(VENV)/.installed
