@@ -407,14 +407,15 @@ def _prefect_progress(stage: str, total: int) -> StepCallback:
     def on_step(phase: str, m: Metrics) -> None:
         if phase != "sft":
             update_progress_artifact(artifact, progress=100.0 * m["step"] / max(total, 1))
+            update = f"loss {m['loss']:.4f}" if "loss" in m else "no informative group, update skipped"
             logger.info(
-                "%s step %d/%d: reward %.3f loss %.4f len %.1f",
+                "%s step %d/%d: reward %.3f, length %.1f, %s",
                 phase,
                 int(m["step"]),
                 total,
                 m["reward_mean"],
-                m.get("loss", float("nan")),
                 m["response_len_mean"],
+                update,
             )
         if listener is not None:
             listener(phase, m)

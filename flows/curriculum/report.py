@@ -29,7 +29,7 @@ PANELS = (
     ("reward_mean", "mean reward"),
     ("loss", "policy loss"),
     ("response_len_mean", "response length (tokens)"),
-    ("clip_fraction", "clipped tokens (fraction)"),
+    ("clip_fraction", "tokens with clipped ratio (fraction)"),
 )
 
 
@@ -42,12 +42,18 @@ def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str) -> 
 
     matplotlib.use("Agg")  # headless: no display on a training machine
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.2))
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.2), sharex=True)
+    last_step = max((h["step"] for h in history), default=1)
     for ax, (key, label) in zip(axes, PANELS, strict=True):
         points = [(h["step"], h[key]) for h in history if key in h]
         if points:
             ax.plot(*zip(*points, strict=True), marker="o", markersize=3)
+        else:  # every step skipped its update: no group had rewards that differed
+            ax.text(0.5, 0.5, "no updates", ha="center", va="center", transform=ax.transAxes, color="gray")
+        ax.set_xlim(0.5, last_step + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(label, fontsize=10)
         ax.set_xlabel("RL step")
         ax.grid(alpha=0.3)
