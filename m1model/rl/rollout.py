@@ -69,7 +69,8 @@ class RolloutBatch:
     rounds: int = 0
     all_rewards: list[float] = field(default_factory=list)  # every response of every round
     all_lengths: list[int] = field(default_factory=list)
-    truncated: int = 0
+    truncated: int = 0  # hit the generation window
+    repetitive: int = 0  # stopped early by the engine's repetition rule (M1 section 3.2)
 
 
 def score_groups(

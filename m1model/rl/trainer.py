@@ -151,6 +151,7 @@ class RLTrainer:
                 batch.all_rewards += g.rewards
                 batch.all_lengths += [len(r) for r in g.responses]
                 batch.truncated += sum(f == "length" for f in g.finish_reasons)
+                batch.repetitive += sum(f == "repetition" for f in g.finish_reasons)
             if not cfg.dynamic_sampling:
                 batch.groups = groups
                 break
@@ -247,6 +248,7 @@ class RLTrainer:
             "response_len_mean": float(lengths.mean()),
             "response_len_p99": float(np.quantile(lengths, 0.99)),
             "truncated_fraction": float(batch.truncated / max(len(lengths), 1)),
+            "repetition_fraction": float(batch.repetitive / max(len(lengths), 1)),
             "max_new_tokens": float(self.max_new_tokens),
         }
         if batch.groups:
