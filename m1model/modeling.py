@@ -230,7 +230,7 @@ class M1Model(nn.Module):
         )
 
     def _apply(self, fn, recurse=True):
-        inv_freq = self.inv_freq  # RoPE frequencies stay float32 (as in transformers, whose buffer is fp32)
+        inv_freq = self.inv_freq  # stays float32: bf16-rounded frequencies drift the phases at long positions
         super()._apply(fn, recurse)
         self.inv_freq = inv_freq.to(self.inv_freq.device)
         return self

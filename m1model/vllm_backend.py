@@ -9,7 +9,8 @@ outputs. Three details keep it equivalent to `m1model.Engine`:
   * repetition truncation is applied to the finished output (vLLM has no such stop condition): the tokens
     and finish reason are the same as the engine's, only the compute past the cut is not saved.
 vLLM's kernels differ from ours in small details (e.g. its lightning-layer norm eps), so its log-probs
-differ slightly from the trainer's; `m1 model probe-precision` measures that kind of gap.
+differ slightly from the trainer's; `m1 model probe-precision` measures that kind of gap. Use a power-of-two
+number of heads: only then does vLLM's ALiBi-style slope formula equal transformers' `get_slope_rate`.
 The checkpoint's lightning decay tables (stored for transformers) are stripped into a sibling folder,
 because vLLM recomputes them and has no parameters to load them into.
 """
