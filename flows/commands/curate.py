@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from flows.curate.result import StepResult
 
 app = typer.Typer(no_args_is_help=True)
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # one line per message, also in logs
 
 Input = Annotated[Path, typer.Option("--input", "-i", help="JSONL, Parquet or datasets folder.")]
 Output = Annotated[Path, typer.Option("--output", "-o", help="Kept rows (.parquet or .jsonl).")]
@@ -69,6 +69,34 @@ def finish(res: StepResult, output: Path, removed: Path | None, **evidence: Path
     c = res.count
     console.print(f"[bold]{c.step}[/]: {c.rows_in} in, {c.rows_out} kept, {c.removed} removed ({c.reason})"
                   f" -> {output}", highlight=False)
+
+
+@app.command("ingest")
+def ingest(
+    input: Input,
+    name: Annotated[str, typer.Option("--name", "-n", help="Dataset name in the store.")],
+    map_: Annotated[list[str] | None, typer.Option("--map", help="canonical=column, e.g. prompt=problem "
+                                                   "(repeatable).")] = None,
+    source: Annotated[str | None, typer.Option(help="Source name (default: the file name).")] = None,
+    domain: Annotated[str, typer.Option(help="Domain of rows without one.")] = "math",
+    split: Annotated[str | None, typer.Option(help="Split of a datasets folder with several.")] = None,
+) -> None:
+    """Read a file into canonical RL items in the dataset store; bad rows are quarantined with a reason."""
+    from flows.curate.ingest import load_items
+    from flows.store import DatasetStore, StepCount
+
+    mapping = {}
+    for item in map_ or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise InputError(f"--map {item!r}: expected canonical=column, e.g. prompt=problem")
+        mapping[key.strip()] = value.strip()
+    got = load_items(input, source=source, mapping=mapping, domain=domain, split=split)
+    manifest = DatasetStore().write(
+        name, got.items, quarantine=got.quarantined, params={"input": str(input), "mapping": mapping},
+        steps=[StepCount("ingest", got.rows_read, got.items.height, "broken lines and invalid rows quarantined")])
+    console.print(f"{input}: {got.rows_read} rows read, {got.items.height} items, {got.quarantined.height} "
+                  f"quarantined, {got.ids_assigned} ids assigned -> {manifest.ref}", highlight=False)
 
 
 @app.command("dedup")

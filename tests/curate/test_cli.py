@@ -83,3 +83,15 @@ def test_bad_input_is_one_line_exit_2(tmp_path, content, args, message):
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_ingest_into_the_store(tmp_path, m1_home):
+    from flows.store import DatasetStore
+
+    src = write_jsonl(tmp_path / "raw.jsonl", [{"problem": "1+1?", "solution": "2"}, {"problem": ""}])
+    res = m1("curate", "ingest", "-i", str(src), "--name", "raw", "--map", "prompt=problem")
+    assert res.exit_code == 0, res.output
+    assert "2 rows read, 1 items, 1 quarantined, 2 ids assigned -> raw@v1" in res.output
+    store = DatasetStore()
+    assert store.read("raw")["reference"].to_list() == ["2"]
+    assert store.quarantine("raw")["reason"].to_list() == ["empty prompt"]
