@@ -145,11 +145,9 @@ def separate_from(
         pl.when(pl.Series(hit))
         .then(pl.format(f"duplicate of {reference_name} item {{}} ({method} {{}})", ref_id, sim))
     ).to_series()
-    evidence = pl.DataFrame({"id": df[id_column], "cluster": df[id_column].cast(pl.String)}).with_columns(
-        pl.when(pl.Series(hit)).then(ref_id).otherwise(
-            df[id_column].cast(pl.String).gather(np.where(hit, 0, rep - n_ref))).alias("cluster"),
-        pl.Series("kept", ~hit), sim.alias("similarity"),
-    )
+    own = df[id_column].cast(pl.String)
+    cluster = pl.select(pl.when(pl.Series(hit)).then(ref_id).otherwise(own.gather(np.where(hit, 0, rep - n_ref))))
+    evidence = pl.DataFrame({"id": df[id_column], "cluster": cluster.to_series(), "kept": ~hit, "similarity": sim})
     return split_by_reason(df, reason, f"{reference_name}-separation",
                            f"duplicates of {reference_name} items ({method}, threshold {threshold})",
                            clusters=evidence)

@@ -104,3 +104,28 @@ def test_dask_runner_gives_the_same_output_as_local(prefect_harness, tmp_path):
     a = DatasetStore(tmp_path / "local").read("t-curation")
     b = DatasetStore(tmp_path / "dask").read("t-curation")
     assert a.equals(b) and a.height == local["rows"]
+
+
+def test_flow_dedups_across_sources_and_separates_from_sft(prefect_harness, tmp_path):
+    from flows.curate.flow import run
+
+    rows = [{"problem": f"Compute {a} plus {b} and then multiply the result by {a} to get the final total value",
+             "solution": f"\\boxed{{{(a + b) * a}}}"} for a, b in [(3, 4), (5, 6), (7, 8), (9, 10), (11, 12)]]
+    first, second, sft = tmp_path / "first.jsonl", tmp_path / "second.jsonl", tmp_path / "sft.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in rows[:3]) + "{broken\n")
+    second.write_text("".join(json.dumps(r) + "\n" for r in [rows[0], rows[3], rows[4]]))  # rows[0] again
+    sft.write_text(json.dumps({"id": "sft-1", "prompt": rows[4]["problem"]}) + "\n")
+    cfg = PipelineConfig.model_validate({
+        "name": "src", "home": str(tmp_path / "home"),
+        "curate": {"shards": 2, "sft_path": str(sft), "sources": [
+            {"path": str(first), "name": "first"}, {"path": str(second), "name": "second"}]},
+    })
+    run(cfg)
+    store = DatasetStore(cfg.home)
+    assert store.read("src-curation")["id"].to_list() == ["first-000000", "first-000001", "first-000002",
+                                                          "second-000001"]
+    removed = store.quarantine("src-curation")
+    by_step = dict(zip(removed["step"], removed["reason"], strict=True))
+    assert by_step["ingest"].startswith("line 4: invalid JSON")
+    assert by_step["exact-dedup"] == "exact duplicate of first-000000 (normalised 1.0)"
+    assert by_step["sft-separation"].startswith("duplicate of sft item sft-1")
