@@ -4,14 +4,16 @@ datasketch builds one MinHash object per document and one dict insert per band; 
 on flat arrays of all documents at once:
 
 1. tokens: polars extracts the word tokens of every document in one native pass;
-2. shingle hashes: `fast` mode hashes each token with polars' native 64-bit hash and combines n
-   consecutive token hashes arithmetically (no per-shingle Python call); `compat` mode hashes each
-   shingle's UTF-8 bytes with datasketch's `sha1_hash32`, so signatures equal datasketch's bit for bit;
+2. shingle hashes: `fast` mode hashes each token with polars' native 64-bit hash, combines n
+   consecutive token hashes into a 64-bit shingle hash with shifted array slices (no per-shingle
+   Python call) and folds it to 32 bits; `compat` mode hashes each shingle's UTF-8 bytes with
+   datasketch's `sha1_hash32`, so signatures equal datasketch's bit for bit;
 3. signatures: datasketch's affine32 scheme (MurmurHash3 fmix32 once per shingle, then
    ``a_k * h + b_k mod 2^32`` with datasketch's seeded `a`, `b`), one permutation at a time over a
    cache-sized block of shingles, reduced per document with `np.minimum.reduceat`;
 4. banding: each band's r values are mixed into a 64-bit bucket key for all documents at once, and
-   equal keys are found by sorting;
+   equal keys are found by sorting; (b, r) minimise datasketch's false positive/negative areas, weighted
+   towards recall when candidates are verified (a false positive then costs only its check);
 5. verification: each candidate pair's exact Jaccard on the shingle sets (sorted arrays + binary
    search), so pairs the LSH lets through below the threshold are not reported;
 6. clustering: connected components of the verified pairs (scipy's union-find-equivalent).
