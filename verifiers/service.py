@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from cachetools import LRUCache
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import Response
 from prometheus_client import (
@@ -97,7 +98,8 @@ def create_app(settings: ServiceSettings | None = None, registry: Registry | Non
     settings = settings or ServiceSettings()
     registry = registry or default_registry(settings.plugin_dirs)
     metrics = _Metrics()
-    checked_options: dict[tuple[str, str], str] = {}  # (verifier, options) -> version, once validated
+    # (verifier, options) -> version, once validated; bounded, as clients choose the options
+    checked_options: LRUCache[tuple[str, str], str] = LRUCache(1024)
     started = time.monotonic()
     state: dict[str, ScoringPool] = {}
 
@@ -124,6 +126,8 @@ def create_app(settings: ServiceSettings | None = None, registry: Registry | Non
                 raise _reject(422, str(exc.args[0]), metrics) from None
             except (TypeError, ValueError) as exc:
                 raise _reject(422, f"options for verifier {name!r}: {exc}", metrics, name) from None
+            except Exception as exc:  # noqa: BLE001 - a plugin's constructor bug: refuse, do not crash
+                raise _reject(422, f"verifier {name!r} cannot be created: {type(exc).__name__}: {exc}", metrics, name) from None
             close = getattr(verifier, "close", None)
             if callable(close):
                 close()
