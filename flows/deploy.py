@@ -15,13 +15,39 @@ from flows.config import PipelineConfig
 
 
 def deployments(config: PipelineConfig, cron: str | None = None) -> list:
+    """The pipeline (optionally on a schedule), its curation and training parts, and logic calibration.
+
+    `train-stage` is how a person reruns one curriculum stage on demand: pick the stage in the form.
+    """
+    from flows.curate.flow import curate_flow
+    from flows.curriculum import load_curriculum
+    from flows.logic_calibration import logic_calibration
     from flows.pipeline import pipeline
+    from flows.train import train_curriculum, train_stage
 
     params = {"config": config.model_dump(mode="json")}
+    first_stage = load_curriculum(config.train.curriculum).stages[0].name
     return [
         pipeline.to_deployment(
             name="m1-run", parameters=params, cron=cron, tags=["m1", "pipeline"],
             description="The whole pipeline: curate -> model -> SFT -> CISPO -> eval -> report.",
+        ),
+        curate_flow.to_deployment(
+            name="m1-curate", parameters=params, tags=["m1", "data"],
+            description="Data curation into the dataset store: clean, dedup, decontaminate, answers, pass rate.",
+        ),
+        train_stage.to_deployment(
+            name="m1-train-stage", parameters=params | {"stage": first_stage, "restart": False},
+            tags=["m1", "train"],
+            description="Rerun one curriculum stage from the previous stage's final model (resumes by default).",
+        ),
+        train_curriculum.to_deployment(
+            name="m1-train-curriculum", parameters=params, tags=["m1", "train"],
+            description="Every curriculum stage in order.",
+        ),
+        logic_calibration.to_deployment(
+            name="m1-logic-calibration", tags=["m1", "logic"],
+            description="pass@k per logic task and difficulty for a policy; stores each task's training band.",
         ),
     ]
 

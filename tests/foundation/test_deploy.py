@@ -24,3 +24,16 @@ def test_deployments_register_with_form_and_schedule(prefect_harness):
     assert {"data", "curate", "model", "train", "eval"} <= set(config_schema["properties"])
     assert dep.parameters["config"]["name"] == "nightly"
     assert [s.schedule.cron for s in dep.schedules] == ["0 2 * * *"]
+
+    stage = asyncio.run(_read_named("train-stage/m1-train-stage"))
+    assert stage.parameters["stage"] and "stage" in stage.parameter_openapi_schema["properties"]
+    for name in ("m1-curate/m1-curate", "train-curriculum/m1-train-curriculum",
+                 "logic-calibration/m1-logic-calibration"):
+        assert asyncio.run(_read_named(name)).name == name.split("/")[1]
+
+
+async def _read_named(name):
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        return await client.read_deployment_by_name(name)
