@@ -6,6 +6,14 @@ same batch, and compute the same quantity: the mean next-token log-likelihood, o
 never materialises [tokens x vocab] in FP32), transformers' through its block lightning attention,
 `grouped_mm` experts and full-logits cross-entropy. The two losses are printed so the timing is of
 equal work. Medians over --repeats after one warm-up step.
+
+Where the time goes at seq 2048 (default shape, 94M parameters): about 90% of the FLOPs are dense GEMMs that
+both implementations run identically (q/k/v/gate/out projections, the experts, the LM head); the
+lightning-attention core is the rest (ours: chunks of 64, transformers: blocks of 256, 4x the intra-block
+work). So the speed-up here is bounded well below the attention-only one of `m1 bench attention`; measured
+on a busy 2-core machine with --threads 1: 12.0 s vs 10.3 s per step (1.17x), same loss to 5 decimals.
+The ratio grows only with the attention share of the FLOPs (more heads per hidden unit), not with length:
+both lightning implementations are linear in the sequence length.
 """
 
 from __future__ import annotations
