@@ -193,7 +193,6 @@ class MathVerifier:
         prepared = [self._prepare(item) for item in items]
         pairs = {(p[0], p[1]) for p in prepared if not isinstance(p, Reward)}
         verdicts = {pair: self._cache[pair] for pair in pairs if pair in self._cache}
-        # sorted: a prompt's pairs land in one chunk, so a worker parses its reference once
         verdicts |= self._resolve(sorted(pairs - verdicts.keys()))
         rewards: list[Reward] = []
         for p in prepared:
@@ -245,15 +244,19 @@ class MathVerifier:
     def _slow(self, pairs: list[tuple[str, str]]) -> list[Verdict]:
         if self.workers <= 0 or len(pairs) < 2 * self.workers:
             return _slow_chunk(pairs, self.timeout_s)
-        # A few chunks per worker balance uneven item costs without paying IPC per item.
-        size = max(1, len(pairs) // (self.workers * 4))
-        chunks = [pairs[i : i + size] for i in range(0, len(pairs), size)]
+        # One task per reference: its pairs share one parse of it, which splitting them across workers
+        # would repeat; many references per batch keep the workers evenly loaded.
+        by_gold: dict[str, list[tuple[str, str]]] = {}
+        for pair in pairs:
+            by_gold.setdefault(pair[0], []).append(pair)
+        chunks = sorted(by_gold.values(), key=len, reverse=True)
         try:
             results = list(self._executor().map(_slow_chunk, chunks, [self.timeout_s] * len(chunks)))
         except BrokenProcessPool:  # a worker died (killed from outside): start afresh next batch
             self.close()
             return _slow_chunk(pairs, self.timeout_s)
-        return [v for chunk in results for v in chunk]
+        verdicts = {pair: v for chunk, result in zip(chunks, results, strict=True) for pair, v in zip(chunk, result, strict=True)}
+        return [verdicts[pair] for pair in pairs]
 
     def _executor(self) -> Executor:
         if self._pool is None:
