@@ -54,3 +54,18 @@ def test_loads_checkpoint_written_by_transformers(pair, tmp_path):
     with torch.no_grad():
         torch.testing.assert_close(reloaded(x).logits, hf(x).logits, atol=1e-4, rtol=0)
     assert reloaded.config.to_dict()["layer_types"] == ours.config.layer_types
+
+
+def test_loads_transformers_in_memory_expert_layout(pair, tmp_path):
+    """A state dict saved straight from transformers' modules (fused `mlp.experts.gate_up_proj`) loads too."""
+    from safetensors.torch import save_file
+
+    ours, hf = pair
+    folder = tmp_path / "raw"
+    hf.config.save_pretrained(folder)
+    state = {k: v.contiguous() for k, v in hf.state_dict().items()}
+    assert any(k.endswith("mlp.experts.gate_up_proj") for k in state)
+    save_file(state, str(folder / "model.safetensors"))
+    reloaded = M1ForCausalLM.from_pretrained(folder)
+    for (name, a), b in zip(ours.state_dict().items(), reloaded.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
