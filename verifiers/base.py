@@ -8,6 +8,7 @@ this project's pyproject.toml) and through Python files in directories named in 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import math
@@ -149,7 +150,8 @@ class Registry:
             )
             return
         for path in sorted(directory.glob("*.py")):
-            mod_name = f"m1_plugin_{path.stem}"
+            # the path's hash keeps same-named files of two plugin directories apart in sys.modules
+            mod_name = f"m1_plugin_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]}_{path.stem}"
             try:
                 spec = importlib.util.spec_from_file_location(mod_name, path)
                 assert spec and spec.loader
