@@ -25,7 +25,7 @@ Fused log-probabilities (`kernels.logprobs`), the FP32 LM head of RL training wi
 [tokens x vocab] FP32 matrix:
 
     selective_log_softmax(hidden, weight, labels, bias=None, chunk_size=1024,
-                          vocab_chunk_size=16384, return_entropy=False) -> logp [, entropy]
+                          vocab_chunk_size=4096, return_entropy=False) -> logp [, entropy]
     selective_log_softmax_from_logits(logits, labels, chunk_size=1024) -> logp
 """
 

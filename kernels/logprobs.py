@@ -37,34 +37,39 @@ def _logits(hidden, weight, bias, rows, cols):
 
 class _SelectiveLogSoftmaxFn(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden, weight, bias, labels, chunk_size: int, vocab_chunk_size: int):  # type: ignore[override]
+    def forward(
+        ctx, hidden, weight, bias, labels, chunk_size: int, vocab_chunk_size: int, with_entropy: bool
+    ):  # type: ignore[override]
         n, V = hidden.shape[0], weight.shape[0]
         dev, acc = hidden.device, _acc(hidden)
         logp = torch.zeros(n, dtype=acc, device=dev)
         lse = torch.empty(n, dtype=acc, device=dev)
-        entropy = torch.empty(n, dtype=acc, device=dev)
+        entropy = torch.zeros(n, dtype=acc, device=dev)
         valid = labels != IGNORE_INDEX
-        for rows in _blocks(n, chunk_size):
-            m = torch.full((rows[1] - rows[0],), -torch.inf, dtype=acc, device=dev)
-            sum_exp = torch.zeros_like(m)  # sum exp(z - m)
-            sum_exp_z = torch.zeros_like(m)  # sum exp(z - m) * z, for the entropy
-            label = labels[rows[0] : rows[1]]
-            picked = torch.zeros_like(m)
-            for cols in _blocks(V, vocab_chunk_size):
-                z = _logits(hidden, weight, bias, rows, cols)
-                m_new = torch.maximum(m, z.amax(dim=1))
-                rescale = torch.exp(m - m_new)
-                e = torch.exp(z - m_new[:, None])
-                sum_exp = sum_exp * rescale + e.sum(1)
-                sum_exp_z = sum_exp_z * rescale + (e * z).sum(1)
-                m = m_new
-                inside = (label >= cols[0]) & (label < cols[1])
-                local = (label - cols[0]).clamp(0, cols[1] - cols[0] - 1)
+        for r0, r1 in _blocks(n, chunk_size):
+            # Online log-sum-exp over vocabulary blocks, relative to the running max m:
+            # s = sum exp(z - m), t = sum exp(z - m) * (z - m); then lse = m + log s, H = log s - t / s.
+            m = torch.full((r1 - r0,), -torch.inf, dtype=acc, device=dev)
+            s, t, picked = torch.zeros_like(m), torch.zeros_like(m), torch.zeros_like(m)
+            label = labels[r0:r1]
+            for c0, c1 in _blocks(V, vocab_chunk_size):
+                z = _logits(hidden, weight, bias, (r0, r1), (c0, c1))
+                inside = (label >= c0) & (label < c1)
+                local = (label - c0).clamp(0, c1 - c0 - 1)
                 picked = torch.where(inside, z.gather(1, local[:, None])[:, 0], picked)
-            block_lse = m + torch.log(sum_exp)
-            lse[rows[0] : rows[1]] = block_lse
-            entropy[rows[0] : rows[1]] = block_lse - sum_exp_z / sum_exp
-            logp[rows[0] : rows[1]] = picked - block_lse
+                m_new = torch.maximum(m, z.amax(dim=1))
+                shift = m - m_new  # <= 0; -inf on the first block, where s = t = 0
+                rescale = torch.exp(shift)
+                z -= m_new[:, None]  # in place: no second block-sized temporary
+                e = torch.exp(z)
+                if with_entropy:  # needs s from before this block
+                    t = rescale * (t + torch.where(s > 0, shift * s, 0.0)) + (e * z).sum(1)
+                s = rescale * s + e.sum(1)
+                m = m_new
+            lse[r0:r1] = m + torch.log(s)
+            if with_entropy:
+                entropy[r0:r1] = torch.log(s) - t / s
+            logp[r0:r1] = picked - lse[r0:r1]
         logp = torch.where(valid, logp, 0.0)
         entropy = torch.where(valid, entropy, 0.0)
         ctx.save_for_backward(hidden, weight, bias, labels, lse, entropy)
@@ -85,30 +90,30 @@ class _SelectiveLogSoftmaxFn(torch.autograd.Function):
         d_hidden = torch.zeros(hidden.shape, dtype=acc, device=hidden.device) if need_h else None
         d_weight = torch.zeros(weight.shape, dtype=acc, device=weight.device) if need_w else None
         d_bias = torch.zeros(V, dtype=acc, device=weight.device) if need_b else None
-        for rows in _blocks(n, chunk_size):
-            r0, r1 = rows
+        for r0, r1 in _blocks(n, chunk_size):
             label = labels[r0:r1]
-            for cols in _blocks(V, vocab_chunk_size):
-                c0, c1 = cols
-                z = _logits(hidden, weight, bias, rows, cols)
-                logp_block = z - lse[r0:r1, None]
-                p = torch.exp(logp_block)
-                dz = -p * d_logp[r0:r1, None]
-                inside = (label >= c0) & (label < c1) & valid[r0:r1]
-                idx = inside.nonzero()[:, 0]
+            g = d_logp[r0:r1, None]
+            for c0, c1 in _blocks(V, vocab_chunk_size):
+                dz = _logits(hidden, weight, bias, (r0, r1), (c0, c1))
+                dz -= lse[r0:r1, None]  # log p, in place
+                p = torch.exp(dz)
+                if d_ent is None:
+                    dz = p.mul_(-g)
+                else:  # -p * (g + (log p + H) * dH)
+                    dz.add_(entropy[r0:r1, None]).mul_(d_ent[r0:r1, None]).add_(g).mul_(p).neg_()
+                idx = ((label >= c0) & (label < c1) & valid[r0:r1]).nonzero()[:, 0]
                 dz[idx, label[idx] - c0] += d_logp[r0:r1][idx]
-                if d_ent is not None:
-                    dz -= p * (logp_block + entropy[r0:r1, None]) * d_ent[r0:r1, None]
                 if need_h:
-                    d_hidden[r0:r1] += dz @ weight[c0:c1].to(acc)
+                    d_hidden[r0:r1].addmm_(dz, weight[c0:c1].to(acc))
                 if need_w:
-                    d_weight[c0:c1] += dz.T @ hidden[r0:r1].to(acc)
+                    d_weight[c0:c1].addmm_(dz.T, hidden[r0:r1].to(acc))
                 if need_b:
                     d_bias[c0:c1] += dz.sum(0)
         return (
             d_hidden.to(hidden.dtype) if need_h else None,
             d_weight.to(weight.dtype) if need_w else None,
             d_bias.to(bias.dtype) if need_b else None,
+            None,
             None,
             None,
             None,
@@ -121,7 +126,7 @@ def selective_log_softmax(
     labels: torch.Tensor,
     bias: torch.Tensor | None = None,
     chunk_size: int = 1024,
-    vocab_chunk_size: int = 16384,
+    vocab_chunk_size: int = 4096,
     return_entropy: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """log softmax(hidden @ weight^T + bias)[label] per token in float32 (float64 for float64 inputs),
@@ -150,9 +155,13 @@ def selective_log_softmax(
         labels.reshape(-1).long(),
         chunk_size,
         vocab_chunk_size,
+        return_entropy,
     )
-    logp, entropy = logp.reshape(labels.shape), entropy.reshape(labels.shape)
-    return (logp, entropy) if return_entropy else logp
+    return (
+        (logp.reshape(labels.shape), entropy.reshape(labels.shape))
+        if return_entropy
+        else logp.reshape(labels.shape)
+    )
 
 
 class _LogitsLogSoftmaxFn(torch.autograd.Function):

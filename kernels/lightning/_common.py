@@ -50,11 +50,12 @@ def chunk_decays(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Decay factors inside a chunk of C steps, as in MiniMax's block prefill.
 
-    Returns, per head h with lam = exp(-slope[h]) and positions i, j in 0..C-1:
-      q_decay [H, C, 1]  lam^(i+1): how much the state from before the chunk has decayed at step i;
-      k_decay [H, C, 1]  lam^(C-1-j): how much token j's contribution has decayed at the chunk end;
-      intra   [H, C, C]  lam^(i-j) for j <= i, else 0 (the current token enters with factor 1);
-      block   [H, 1, 1]  lam^C: decay of the state across a whole chunk.
+    Returns, per head h with lam = exp(-slope[h]) and positions i, j in 0..C-1, shaped to broadcast
+    against chunked tensors [B, H, N, C, D] and states [B, H, Dk, Dv]:
+      q_decay [H, 1, C, 1]  lam^(i+1): how much the state from before the chunk has decayed at step i;
+      k_decay [H, 1, C, 1]  lam^(C-1-j): how much token j's contribution has decayed at the chunk end;
+      intra   [H, 1, C, C]  lam^(i-j) for j <= i, else 0 (the current token enters with factor 1);
+      block   [H, 1, 1]     lam^C: decay of the state across a whole chunk.
     Every exponent is non-negative, so nothing overflows however long the chunk.
     """
     s = slope.to(dtype)[:, None, None]
@@ -66,4 +67,4 @@ def chunk_decays(
         diff >= 0, torch.exp(-s * diff.clamp(min=0)), torch.zeros((), dtype=dtype, device=s.device)
     )
     block = torch.exp(-s * C)
-    return q_decay, k_decay, intra, block
+    return q_decay[:, None], k_decay[:, None], intra[:, None], block

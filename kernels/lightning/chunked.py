@@ -25,64 +25,84 @@ import torch
 
 from kernels.lightning._common import check_inputs, chunk_decays, initial, state_dtype
 
+# Tokens x batch x heads x max(C, D) elements per temporary: segments of the sequence are processed
+# one after another so that the temporaries stay cache-sized however long the sequence.
+_SEGMENT_ELEMS = 1 << 20
 
-def _chunk_states(
-    k: torch.Tensor, v: torch.Tensor, k_decay: torch.Tensor, block: torch.Tensor, s0: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """States before each chunk [B,H,N,Dk,Dv] and the final state, for chunked k, v [B,H,N,C,D]."""
-    local = (k * k_decay[:, None]).transpose(-1, -2) @ v  # each chunk's own contribution at its end
+
+def _segment_len(B: int, H: int, C: int, D: int) -> int:
+    return C * max(1, _SEGMENT_ELEMS // (B * H * C * max(C, D)))
+
+
+def _scan(local: torch.Tensor, block: torch.Tensor, s0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """States before each chunk [B,H,N,Dk,Dv] and after the last, from each chunk's own contribution."""
     before = torch.empty_like(local)
     state = s0
     for n in range(local.shape[2]):
         before[:, :, n] = state
-        state = block * state + local[:, :, n]
+        state = torch.addcmul(local[:, :, n], block, state)
     return before, state
 
 
 class _LightningChunkFn(torch.autograd.Function):
-    """One segment whose length is a multiple of the chunk size C (tensors already in the state dtype)."""
+    """A sequence whose length is a multiple of the chunk size C (tensors already in the state dtype)."""
 
     @staticmethod
     def forward(ctx, q, k, v, slope, s0, C: int):  # type: ignore[override]
         B, H, T, Dk = q.shape
-        Dv = v.shape[-1]
-        N = T // C
-        qc, kc, vc = (x.reshape(B, H, N, C, x.shape[-1]) for x in (q, k, v))
         q_decay, k_decay, intra, block = chunk_decays(slope, C, q.dtype)
-        before, final = _chunk_states(kc, vc, k_decay, block, s0)
-        o = (qc * q_decay[:, None]) @ before + ((qc @ kc.transpose(-1, -2)) * intra[:, None]) @ vc
+        L = _segment_len(B, H, C, max(Dk, v.shape[-1]))
+        o = torch.empty_like(v)
+        state = s0
+        for t0 in range(0, T, L):
+            qc, kc, vc = (_chunks(x, t0, L, C) for x in (q, k, v))
+            before, state = _scan((kc * k_decay).transpose(-1, -2) @ vc, block, state)
+            oc = (qc * q_decay) @ before + ((qc @ kc.transpose(-1, -2)) * intra) @ vc
+            o[:, :, t0 : t0 + L] = oc.flatten(2, 3)
         ctx.save_for_backward(q, k, v, slope, s0)
         ctx.C = C
-        return o.reshape(B, H, T, Dv), final
+        return o, state
 
     @staticmethod
     def backward(ctx, do, dfinal):  # type: ignore[override]
         q, k, v, slope, s0 = ctx.saved_tensors
         C = ctx.C
         B, H, T, Dk = q.shape
-        Dv = v.shape[-1]
-        N = T // C
-        qc, kc, vc = (x.reshape(B, H, N, C, x.shape[-1]) for x in (q, k, v))
-        doc = (do if do is not None else torch.zeros_like(v)).reshape(B, H, N, C, Dv)
         q_decay, k_decay, intra, block = chunk_decays(slope, C, q.dtype)
-        mask = intra[:, None]
+        L = _segment_len(B, H, C, max(Dk, v.shape[-1]))
+        do = torch.zeros_like(v) if do is None else do
+        # States at segment starts only (T/L of them); chunk states are recomputed per segment below.
+        starts = [s0]
+        for t0 in range(0, T - L, L):
+            kc, vc = _chunks(k, t0, L, C), _chunks(v, t0, L, C)
+            starts.append(_scan((kc * k_decay).transpose(-1, -2) @ vc, block, starts[-1])[1])
 
-        before, _ = _chunk_states(kc, vc, k_decay, block, s0)
-        dov = (doc @ vc.transpose(-1, -2)) * mask
-        dq = (doc @ before.transpose(-1, -2)) * q_decay[:, None] + dov @ kc
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        r = torch.zeros_like(s0) if dfinal is None else dfinal  # gradient reaching the current state
+        for t0, s_start in zip(reversed(range(0, T, L)), reversed(starts), strict=True):
+            qc, kc, vc, doc = (_chunks(x, t0, L, C) for x in (q, k, v, do))
+            kd, vd = kc * k_decay, vc * k_decay
+            before, _ = _scan(kd.transpose(-1, -2) @ vc, block, s_start)
+            # Reverse scan within the segment: after[n] is R_n, the gradient at the end of chunk n.
+            local = (qc * q_decay).transpose(-1, -2) @ doc
+            after = torch.empty_like(local)
+            for n in range(local.shape[2] - 1, -1, -1):
+                after[:, :, n] = r
+                r = torch.addcmul(local[:, :, n], block, r)
+            dov = (doc @ vc.transpose(-1, -2)) * intra
+            qk = (qc @ kc.transpose(-1, -2)) * intra
+            seg = slice(t0, t0 + L)
+            dq[:, :, seg] = ((doc @ before.transpose(-1, -2)) * q_decay + dov @ kc).flatten(2, 3)
+            dk[:, :, seg] = (vd @ after.transpose(-1, -2) + dov.transpose(-1, -2) @ qc).flatten(2, 3)
+            dv[:, :, seg] = (kd @ after + qk.transpose(-1, -2) @ doc).flatten(2, 3)
+        return dq, dk, dv, None, r, None
 
-        # Reverse scan: R_n is the gradient reaching the state at the end of chunk n.
-        local = (qc * q_decay[:, None]).transpose(-1, -2) @ doc
-        after = torch.empty_like(local)
-        r = dfinal if dfinal is not None else torch.zeros_like(s0)
-        for n in range(N - 1, -1, -1):
-            after[:, :, n] = r
-            r = block * r + local[:, :, n]
 
-        qk = (qc @ kc.transpose(-1, -2)) * mask
-        dk = (vc * k_decay[:, None]) @ after.transpose(-1, -2) + dov.transpose(-1, -2) @ qc
-        dv = (kc * k_decay[:, None]) @ after + qk.transpose(-1, -2) @ doc
-        return dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape), None, r, None
+def _chunks(x: torch.Tensor, t0: int, L: int, C: int) -> torch.Tensor:
+    """Tokens t0 .. t0+L of x [B,H,T,D] as [B,H,N,C,D], contiguous: one copy here rather than one
+    inside every batched matmul (which cannot fold the B, H, N dims of a strided slice)."""
+    seg = x[:, :, t0 : t0 + L]
+    return seg.reshape(*seg.shape[:2], -1, C, seg.shape[-1]).contiguous()
 
 
 def lightning_attn_chunked(

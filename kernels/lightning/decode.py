@@ -25,5 +25,4 @@ def lightning_attn_decode(
     dtype = state_dtype(q)
     decay = torch.exp(-slope.to(dtype))[None, :, None, None]
     new_state = decay * state.to(dtype) + k[:, :, 0, :, None].to(dtype) * v[:, :, 0, None, :].to(dtype)
-    o = torch.einsum("bhk,bhkv->bhv", q[:, :, 0].to(dtype), new_state)
-    return o[:, :, None].to(q.dtype), new_state
+    return (q.to(dtype) @ new_state).to(q.dtype), new_state

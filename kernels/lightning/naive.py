@@ -25,10 +25,10 @@ def lightning_attn_naive(
     decay = torch.exp(-slope.to(dtype))[None, :, None, None]
     state = initial(initial_state, q, v)
     outputs = []
-    for t in range(q.shape[2]):
-        kv = k[:, :, t, :, None].to(dtype) * v[:, :, t, None, :].to(dtype)
-        state = decay * state + kv
-        outputs.append(torch.einsum("bhk,bhkv->bhv", q[:, :, t].to(dtype), state))
+    # unbind once: indexing x[:, :, t] per step would make autograd build a full-size gradient per step
+    for q_t, k_t, v_t in zip(*(x.to(dtype).unbind(2) for x in (q, k, v)), strict=True):
+        state = decay * state + k_t[..., :, None] * v_t[..., None, :]
+        outputs.append(q_t[..., None, :] @ state)  # [B, H, 1, Dv]
     if not outputs:
         return v.new_zeros(v.shape).to(q.dtype), state
-    return torch.stack(outputs, dim=2).to(q.dtype), state
+    return torch.cat(outputs, dim=2).to(q.dtype), state

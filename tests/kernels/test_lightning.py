@@ -23,7 +23,16 @@ def make_inputs(B=2, H=3, T=37, Dk=8, Dv=6, dtype=torch.float64, state=True, see
     return q, k, v, slope, s0
 
 
-@pytest.mark.parametrize("T", [0, 1, 5, 16, 37, 64])
+@pytest.fixture(params=[None, 1, 2], ids=["one-segment", "segment-per-chunk", "two-chunk-segments"])
+def segments(request, monkeypatch):
+    """Long sequences are processed in segments of whole chunks; force several on small shapes."""
+    if request.param is not None:
+        from kernels.lightning import chunked
+
+        monkeypatch.setattr(chunked, "_segment_len", lambda B, H, C, D: request.param * C)
+
+
+@pytest.mark.parametrize("T", [0, 1, 5, 16, 37])
 @pytest.mark.parametrize("chunk_size", [1, 4, 16])
 @pytest.mark.parametrize("with_state", [False, True])
 def test_chunked_matches_naive(T, chunk_size, with_state):
@@ -33,6 +42,10 @@ def test_chunked_matches_naive(T, chunk_size, with_state):
     assert o.shape == o_ref.shape == (2, 3, T, 6)
     torch.testing.assert_close(o, o_ref, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(s, s_ref, rtol=1e-10, atol=1e-10)
+
+
+def test_chunked_over_several_segments_matches_naive(segments):
+    test_chunked_matches_naive(T=37, chunk_size=4, with_state=True)
 
 
 def test_default_chunk_with_float32_long_sequence():
@@ -112,7 +125,7 @@ def test_naive_matches_transformers_minimax_lightning_layer():
     torch.testing.assert_close(o.transpose(1, 2).reshape(2, 21, 32), seen["attn"], rtol=1e-5, atol=1e-6)
 
 
-def test_gradcheck_chunked_against_finite_differences():
+def test_gradcheck_chunked_against_finite_differences(segments):
     q, k, v, slope, s0 = make_inputs(B=1, H=2, T=11, Dk=3, Dv=2)  # two chunks of 4 and a tail of 3
     inputs = tuple(x.clone().requires_grad_() for x in (q, k, v, s0))
     assert torch.autograd.gradcheck(
@@ -121,7 +134,7 @@ def test_gradcheck_chunked_against_finite_differences():
 
 
 @pytest.mark.parametrize("use_final_state", [False, True])
-def test_chunked_gradients_match_autograd_through_naive(use_final_state):
+def test_chunked_gradients_match_autograd_through_naive(use_final_state, segments):
     q, k, v, slope, s0 = make_inputs(B=2, H=3, T=45, Dk=8, Dv=6)
     g = torch.Generator().manual_seed(1)
     w_o = torch.randn(2, 3, 45, 6, generator=g, dtype=torch.float64)
@@ -134,7 +147,7 @@ def test_chunked_gradients_match_autograd_through_naive(use_final_state):
         return torch.autograd.grad(loss, leaves)
 
     ref = grads(lightning_attn_naive)
-    got = grads(lambda *a: lightning_attn_chunked(*a, chunk_size=16))
+    got = grads(lambda *a: lightning_attn_chunked(*a, chunk_size=8))  # 5 chunks and a tail of 5
     for name, r, x in zip(["q", "k", "v", "initial_state"], ref, got, strict=True):
         torch.testing.assert_close(x, r, rtol=1e-10, atol=1e-10, msg=f"grad {name}")
 

@@ -1,0 +1,214 @@
+"""`m1 bench attention`: chunked lightning attention vs the naive recurrence and causal softmax attention.
+
+Forward + backward at each sequence length (batch 1, 8 heads, head dim 64, fp32, CPU by default),
+all three measured in the same run: the naive recurrence (`kernels.lightning_attn_naive`, autograd
+through T steps: slow, so measured only up to --naive-max-len), the chunked kernel
+(`kernels.lightning_attn_chunked`) and torch's `scaled_dot_product_attention(is_causal=True)`.
+Linear attention should grow about 2x per doubling of length, softmax attention towards 4x.
+
+Then the fused log-probabilities: `kernels.selective_log_softmax` against
+`(hidden @ weight.T).float().log_softmax(-1).gather(...)`, forward + backward, each in a fresh
+process whose peak resident memory (Linux VmHWM, reset just before the call) is read afterwards:
+the extra memory is what the call made resident beyond its inputs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+
+from flows.bench import app
+
+
+def time_fwd_bwd(step: Callable[[], None], repeats: int) -> float:
+    """Median seconds of `step` after one warm-up call (the machine is shared, so the median)."""
+    step()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def attention_step(method: str, length: int, heads: int, head_dim: int) -> Callable[[], None]:
+    """One forward + backward of `method` on fresh random inputs of the benchmark's shape."""
+    import torch
+    import torch.nn.functional as F
+
+    import kernels
+
+    g = torch.Generator().manual_seed(length)
+    q, k, v = (torch.randn(1, heads, length, head_dim, generator=g).requires_grad_() for _ in range(3))
+    grad = torch.randn(1, heads, length, head_dim, generator=g)
+    # MiniMax's slopes for 8 heads (first layer); the kernels see only numbers, any positive rates do.
+    slope = 1 / 2 ** (8 / heads) ** torch.arange(1, heads + 1)
+
+    def step() -> None:
+        if method == "sdpa":
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            fn = {"naive": kernels.lightning_attn_naive, "chunked": kernels.lightning_attn_chunked}[method]
+            o, _ = fn(q, k, v, slope)
+        o.backward(grad)
+        for x in (q, k, v):
+            x.grad = None
+
+    return step
+
+
+def growth(times: dict[int, float], length: int) -> float | None:
+    """Time growth per doubling of length, from the previous measured length to this one."""
+    import math
+
+    shorter = [n for n in times if n < length]
+    if length not in times or not shorter:
+        return None
+    prev = max(shorter)
+    return (times[length] / times[prev]) ** (1 / math.log2(length / prev))
+
+
+def logprob_peak(method: str, tokens: int, vocab: int, hidden_dim: int) -> tuple[float, int]:
+    """(seconds, peak extra resident bytes) of one forward + backward, run in a fresh process."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        return pool.apply(_logprob_child, (method, tokens, vocab, hidden_dim))
+
+
+def _rss_bytes(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{field} missing from /proc/self/status")
+
+
+def _logprob_child(method: str, tokens: int, vocab: int, hidden_dim: int) -> tuple[float, int]:
+    import torch
+
+    import kernels
+
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(tokens, hidden_dim, generator=g).bfloat16().requires_grad_()
+    weight = (torch.randn(vocab, hidden_dim, generator=g) / hidden_dim**0.5).bfloat16().requires_grad_()
+    labels = torch.randint(0, vocab, (tokens,), generator=g)
+
+    def run() -> None:
+        if method == "fused":
+            logp = kernels.selective_log_softmax(hidden, weight, labels)
+        else:
+            logits = hidden.float() @ weight.float().T  # the FP32 LM head, as the fused kernel computes
+            logp = logits.log_softmax(-1).gather(-1, labels[:, None])[:, 0]
+        logp.sum().backward()
+
+    before = _rss_bytes("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the peak (VmHWM) to the current resident size
+    t0 = time.perf_counter()
+    run()
+    seconds = time.perf_counter() - t0
+    return seconds, _rss_bytes("VmHWM") - before
+
+
+@app.command("attention")
+def bench_attention(
+    lengths: Annotated[
+        str, typer.Option(help="Comma-separated sequence lengths.")
+    ] = "1024,2048,4096,8192,16384",
+    repeats: Annotated[int, typer.Option(min=1, help="Timed runs per point (median reported).")] = 3,
+    naive_max_len: Annotated[
+        int, typer.Option(min=0, help="Longest length for the slow naive recurrence.")
+    ] = 4096,
+    heads: Annotated[int, typer.Option(min=1)] = 8,
+    head_dim: Annotated[int, typer.Option(min=1)] = 64,
+    threads: Annotated[int, typer.Option(min=0, help="torch CPU threads (0: torch's default).")] = 0,
+    logprob_tokens: Annotated[
+        int, typer.Option(min=0, help="Tokens for the log-prob line (0 skips it).")
+    ] = 8192,
+    logprob_vocab: Annotated[int, typer.Option(min=1)] = 32768,
+    logprob_hidden: Annotated[int, typer.Option(min=1, help="Hidden size of the LM head.")] = 128,
+) -> None:
+    """Lightning attention (naive, chunked) vs causal SDPA fwd+bwd over lengths; fused log-probs memory."""
+    import torch
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from flows.errors import InputError
+
+    try:
+        sizes = sorted({int(x) for x in lengths.split(",") if x.strip()})
+    except ValueError:
+        raise InputError(f"--lengths: expected comma-separated integers, got {lengths!r}") from None
+    if not sizes or sizes[0] < 1:
+        raise InputError(f"--lengths: expected positive integers, got {lengths!r}")
+    if threads:
+        torch.set_num_threads(threads)
+    console = Console()
+    console.print(
+        f"batch 1, {heads} heads, head dim {head_dim}, fp32, {torch.get_num_threads()} CPU threads; "
+        f"forward + backward, median of {repeats}; naive recurrence up to length {naive_max_len}"
+    )
+
+    times: dict[str, dict[int, float]] = {"naive": {}, "chunked": {}, "sdpa": {}}
+    plan = [(m, n) for n in sizes for m in ("chunked", "sdpa", "naive") if m != "naive" or n <= naive_max_len]
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("attention", total=len(plan))
+        for method, n in plan:
+            progress.update(task, description=f"{method} @ {n}")
+            times[method][n] = time_fwd_bwd(attention_step(method, n, heads, head_dim), repeats)
+            progress.advance(task)
+
+    table = Table(title="lightning attention fwd+bwd (seconds)")
+    for col in ("length", "naive", "chunked", "SDPA causal", "naive/chunked", "SDPA/chunked",
+                "growth chunked", "growth SDPA"):  # fmt: skip
+        table.add_column(col, justify="right")
+
+    def cell(x: float | None, fmt: str) -> str:
+        return "-" if x is None else format(x, fmt)
+
+    for n in sizes:
+        naive, chunked, sdpa = times["naive"].get(n), times["chunked"][n], times["sdpa"][n]
+        table.add_row(
+            str(n), cell(naive, ".3f"), cell(chunked, ".3f"), cell(sdpa, ".3f"),
+            cell(naive / chunked if naive else None, ".1f") + ("x" if naive else ""),
+            f"{sdpa / chunked:.2f}x",
+            cell(growth(times["chunked"], n), ".2f"), cell(growth(times["sdpa"], n), ".2f"),
+        )  # fmt: skip
+    console.print(table)
+    skipped = [n for n in sizes if n > naive_max_len]
+    if skipped:
+        console.print(f"naive recurrence not run above length {naive_max_len} (--naive-max-len): {skipped}")
+
+    if logprob_tokens:
+        console.print(
+            f"log-probs of chosen tokens, {logprob_tokens} tokens x {logprob_vocab} vocab, hidden "
+            f"{logprob_hidden}, bf16 inputs, FP32 head, forward + backward, each in a fresh process"
+        )
+        rows = {m: logprob_peak(m, logprob_tokens, logprob_vocab, logprob_hidden) for m in ("full", "fused")}
+        lp = Table(title="selective log-softmax")
+        for col in ("method", "seconds", "peak extra memory", "memory ratio"):
+            lp.add_column(col, justify="right")
+        base_mem = rows["full"][1]
+        for label, key in (
+            ("log_softmax + gather (FP32 logits)", "full"),
+            ("kernels.selective_log_softmax", "fused"),
+        ):
+            secs, mem = rows[key]
+            lp.add_row(
+                label,
+                f"{secs:.2f}",
+                f"{mem / 2**20:.0f} MiB",
+                f"{base_mem / max(mem, 1):.1f}x less" if key == "fused" else "1.0x",
+            )
+        console.print(lp)
+        console.print(
+            f"one FP32 \\[tokens x vocab] matrix is {logprob_tokens * logprob_vocab * 4 / 2**20:.0f} MiB; "
+            "peak extra = resident-memory high-water mark during the call minus resident memory before it"
+        )
