@@ -17,6 +17,7 @@ because vLLM recomputes them and has no parameters to load them into.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shutil
 from pathlib import Path
@@ -26,10 +27,16 @@ from m1model.engine import Completion, FinishReason, SamplingParams
 
 
 def vllm_view(checkpoint: Path) -> Path:
-    """A copy of the checkpoint folder without the decay-table tensors (made once, beside it)."""
+    """A copy of the checkpoint folder without the decay-table tensors, beside it.
+
+    Named after the weight files' size and mtime, so a checkpoint rewritten in place (as training does)
+    gets a fresh view instead of a stale one.
+    """
     from safetensors.torch import load_file, save_file
 
-    view = checkpoint.with_name(f".{checkpoint.name}.vllm")
+    files = sorted(checkpoint.glob("*.safetensors"))
+    stamp = hashlib.sha1(repr([(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]).encode())
+    view = checkpoint.with_name(f".{checkpoint.name}.vllm-{stamp.hexdigest()[:12]}")
     if view.exists():
         return view
     tmp = view.with_name(view.name + ".tmp")
@@ -38,11 +45,14 @@ def vllm_view(checkpoint: Path) -> Path:
         checkpoint, tmp, ignore=shutil.ignore_patterns("*.safetensors", "*.safetensors.index.json")
     )
     tensors = {}
-    for f in sorted(checkpoint.glob("*.safetensors")):
+    for f in files:
         tensors.update(load_file(str(f)))
     kept = {k: v for k, v in tensors.items() if k.rsplit(".", 1)[-1] not in DECAY_TABLES}
     save_file(kept, str(tmp / "model.safetensors"), metadata={"format": "pt"})
     tmp.rename(view)
+    for stale in checkpoint.parent.glob(f".{checkpoint.name}.vllm-*"):
+        if stale != view:
+            shutil.rmtree(stale, ignore_errors=True)
     return view
 
 

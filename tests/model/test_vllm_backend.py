@@ -55,3 +55,19 @@ def test_vllm_generates_from_the_exported_checkpoint(tmp_path):
         engine.generate(prompts, greedy)[0].token_ids[:4]
         == Engine(model).generate(prompts, greedy)[0].token_ids[:4]
     )
+
+
+def test_vllm_view_strips_decay_tables_and_follows_rewrites(tmp_path):
+    from safetensors import safe_open
+
+    from m1model.vllm_backend import vllm_view
+
+    model = tiny_model()
+    model.save_pretrained(tmp_path / "ckpt")
+    view = vllm_view(tmp_path / "ckpt")
+    assert vllm_view(tmp_path / "ckpt") == view  # reused while the weights are unchanged
+    with safe_open(str(view / "model.safetensors"), "pt") as f:
+        keys = set(f.keys())
+    assert keys == set(model.state_dict()) and (view / "config.json").is_file()
+    model.save_pretrained(tmp_path / "ckpt")  # rewritten in place: a new view replaces the old one
+    assert vllm_view(tmp_path / "ckpt") != view and not view.exists()
