@@ -24,6 +24,8 @@ def _free_port() -> int:
 
 
 PLUGIN = """
+import os
+
 from verifiers.base import Reward
 
 class Echo:
@@ -32,6 +34,8 @@ class Echo:
     def verify(self, items):
         if any(item.get("explode") for item in items):
             raise RuntimeError("plugin bug")
+        if any(item.get("die") for item in items):
+            os._exit(3)  # a crash that takes the worker process down
         return [Reward(float(len(item["response"])), {"pid_free": True}) for item in items]
 """
 
@@ -88,6 +92,12 @@ def test_directory_plugin_is_served_and_its_bugs_contained(server):
     rewards = r.json()["rewards"]
     assert rewards[0]["reward"] == 3.0 and rewards[2]["reward"] == 6.0
     assert rewards[1]["details"]["error"] == "RuntimeError: plugin bug"
+
+    # a worker killed mid-chunk: its chunk-mates are rescored one by one, the culprit gets the error
+    items = [{"response": "ab"}, {"response": "x", "die": True}, {"response": "abcd"}]
+    rewards = server.post("/score", json={"verifier": "echo", "items": items}).json()["rewards"]
+    assert rewards[0]["reward"] == 2.0 and rewards[2]["reward"] == 4.0
+    assert "worker process died (exit code 3)" in rewards[1]["details"]["error"]
 
 
 @pytest.mark.parametrize(
