@@ -243,6 +243,13 @@ class M1Model(nn.Module):
     ) -> torch.Tensor:
         B, T = input_ids.shape
         device = input_ids.device
+        if attention_mask is not None and attention_mask.shape[1] != T:
+            seen = cache.seen if cache is not None else 0
+            if attention_mask.shape[1] != seen + T:
+                raise ValueError(
+                    f"attention_mask has {attention_mask.shape[1]} columns; expected {T} or {seen + T}"
+                )
+            attention_mask = attention_mask[:, -T:]
         mask = (
             torch.ones(B, T, dtype=torch.bool, device=device)
             if attention_mask is None
@@ -334,6 +341,8 @@ class M1ForCausalLM(nn.Module):
     ) -> M1Output:
         """Logits [B, T, V] (FP32 if config.fp32_lm_head), and the updated cache when use_cache.
 
+        attention_mask: [B, T], 1 for real tokens, 0 for padding (left or right). With a cache it may
+            cover only the new tokens or, as in transformers, everything seen so far plus them.
         last_only: compute logits for the final position only (what decoding needs).
         """
         if use_cache and cache is None:

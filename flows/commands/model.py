@@ -73,6 +73,8 @@ def probe_precision(
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
 ) -> None:
     """Correlation of per-token probabilities: bf16 inference engine vs FP32 training forward, bf16 vs FP32 LM head."""
+    from safetensors import SafetensorError
+
     from m1model import M1ForCausalLM
     from m1model.precision import probe_precision as probe
     from m1model.tokenizer import load_tokenizer
@@ -82,11 +84,11 @@ def probe_precision(
     if not (checkpoint / "tokenizer.json").is_file():
         raise InputError(f"{checkpoint}: no tokenizer.json (save the model with its tokenizer)")
     texts = read_lines(prompts, "prompts")
-    tokenizer = load_tokenizer(checkpoint)
     try:
-        model = M1ForCausalLM.from_pretrained(checkpoint, dtype=None)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+        tokenizer = load_tokenizer(checkpoint)
+        model = M1ForCausalLM.from_pretrained(checkpoint)
+    except (ValueError, OSError, SafetensorError) as exc:  # malformed config or weights, unreadable files
+        raise InputError(f"{checkpoint}: cannot load the checkpoint: {exc}") from None
     ids = [tokenizer(t).input_ids for t in texts]
     rows = probe(model, ids, max_tokens=max_tokens, seed=seed)
     table = Table(title=f"train (FP32) vs inference (bf16 engine): {len(ids)} prompts x {max_tokens} tokens")

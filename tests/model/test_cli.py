@@ -63,6 +63,11 @@ def test_init_then_probe(tmp_path):
         app, ["model", "probe-precision", "--checkpoint", str(ckpt), "--prompts", str(tmp_path / "none.txt")]
     )
     assert isinstance(missing.exception, InputError) and "not found" in str(missing.exception)
+    (ckpt / "model.safetensors").write_bytes(b"not safetensors")
+    broken = CliRunner().invoke(
+        app, ["model", "probe-precision", "--checkpoint", str(ckpt), "--prompts", str(prompts)]
+    )
+    assert isinstance(broken.exception, InputError) and "cannot load" in str(broken.exception)
 
 
 def test_probe_reports_both_heads_and_agreement():

@@ -74,6 +74,13 @@ def test_cached_decoding_equals_full_forward(tiny):
         steps = [tiny(x[:, :10], cache=cache, use_cache=True).logits]
         steps += [tiny(x[:, t : t + 1], cache=cache, use_cache=True).logits for t in range(10, 24)]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=0)
+    with torch.no_grad():  # transformers' convention: the mask covers the past too
+        again = M1Cache()
+        tiny(x[:, :10], cache=again, use_cache=True)
+        step = tiny(x[:, 10:11], attention_mask=torch.ones(2, 11), cache=again, use_cache=True).logits
+    torch.testing.assert_close(step, full[:, 10:11], atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="expected 1 or 25"):
+        tiny(x[:, :1], attention_mask=torch.ones(2, 7), cache=cache)
     for i, layer in enumerate(tiny.model.layers):  # constant-size state vs growing KV
         if layer.is_lightning:
             assert cache.states[i].shape == (2, 4, 8, 8) and cache.states[i].dtype == torch.float32
