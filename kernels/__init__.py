@@ -26,7 +26,7 @@ Fused log-probabilities (`kernels.logprobs`), the FP32 LM head of RL training wi
 
     selective_log_softmax(hidden, weight, labels, bias=None, chunk_size=1024,
                           vocab_chunk_size=4096, return_entropy=False) -> logp [, entropy]
-    selective_log_softmax_from_logits(logits, labels, chunk_size=1024) -> logp
+    selective_log_softmax_from_logits(logits, labels, chunk_size=1024, return_entropy=False) -> logp [, entropy]
 """
 
 from kernels.lightning import (

@@ -168,42 +168,59 @@ class _LogitsLogSoftmaxFn(torch.autograd.Function):
     """The same from logits that already exist (e.g. bf16 from a model): FP32 per token chunk."""
 
     @staticmethod
-    def forward(ctx, logits, labels, chunk_size: int):  # type: ignore[override]
+    def forward(ctx, logits, labels, chunk_size: int, with_entropy: bool):  # type: ignore[override]
         n = logits.shape[0]
         logp = torch.zeros(n, dtype=_acc(logits), device=logits.device)
-        lse = torch.empty_like(logp)
+        lse, entropy = torch.empty_like(logp), torch.zeros_like(logp)
         valid = labels != IGNORE_INDEX
         safe = torch.where(valid, labels, 0)
         for r0, r1 in _blocks(n, chunk_size):
-            z = logits[r0:r1].to(logp.dtype)
-            m = z.amax(dim=1, keepdim=True)  # amax + exp beats torch.logsumexp several-fold on CPU
-            lse[r0:r1] = (m + torch.log(torch.exp(z - m).sum(1, keepdim=True)))[:, 0]
-            logp[r0:r1] = z.gather(1, safe[r0:r1, None])[:, 0] - lse[r0:r1]
-        ctx.save_for_backward(logits, labels, lse)
+            block = logits[r0:r1]
+            logp[r0:r1] = block.gather(1, safe[r0:r1, None])[:, 0].to(logp.dtype)
+            m = block.amax(dim=1, keepdim=True).to(logp.dtype)  # amax + exp: faster than torch.logsumexp
+            z = block.to(logp.dtype) - m
+            e = torch.exp(z)
+            s = e.sum(1)
+            lse[r0:r1] = m[:, 0] + torch.log(s)
+            if with_entropy:
+                entropy[r0:r1] = torch.log(s) - (e * z).sum(1) / s
+        logp -= lse
+        entropy = torch.where(valid, entropy, 0.0)
+        ctx.save_for_backward(logits, labels, lse, entropy)
         ctx.chunk_size = chunk_size
-        return torch.where(valid, logp, 0.0)
+        ctx.set_materialize_grads(False)
+        return torch.where(valid, logp, 0.0), entropy
 
     @staticmethod
-    def backward(ctx, d_logp):  # type: ignore[override]
-        logits, labels, lse = ctx.saved_tensors
+    def backward(ctx, d_logp, d_entropy):  # type: ignore[override]
+        logits, labels, lse, entropy = ctx.saved_tensors
         valid = labels != IGNORE_INDEX
-        d_logp = torch.where(valid, d_logp.to(lse.dtype), 0.0)
+        acc = lse.dtype
+        d_logp = torch.zeros_like(lse) if d_logp is None else torch.where(valid, d_logp.to(acc), 0.0)
+        d_ent = None if d_entropy is None else torch.where(valid, d_entropy.to(acc), 0.0)
         safe = torch.where(valid, labels, 0)
         d_logits = torch.empty_like(logits)
         for r0, r1 in _blocks(logits.shape[0], ctx.chunk_size):
-            dz = -torch.exp(logits[r0:r1].to(lse.dtype) - lse[r0:r1, None]) * d_logp[r0:r1, None]
-            dz.scatter_add_(1, safe[r0:r1, None], d_logp[r0:r1, None])
-            d_logits[r0:r1] = dz.to(logits.dtype)
-        return d_logits, None, None
+            g = d_logp[r0:r1, None]
+            dz = logits[r0:r1].to(acc) - lse[r0:r1, None]  # log p
+            p = torch.exp(dz)
+            if d_ent is None:
+                dz = p.mul_(-g)
+            else:  # -p * (g + (log p + H) * dH)
+                dz.add_(entropy[r0:r1, None]).mul_(d_ent[r0:r1, None]).add_(g).mul_(p).neg_()
+            dz.scatter_add_(1, safe[r0:r1, None], g)
+            d_logits[r0:r1] = dz
+        return d_logits, None, None, None
 
 
 def selective_log_softmax_from_logits(
-    logits: torch.Tensor, labels: torch.Tensor, chunk_size: int = 1024
-) -> torch.Tensor:
+    logits: torch.Tensor, labels: torch.Tensor, chunk_size: int = 1024, return_entropy: bool = False
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """log_softmax(logits)[label] per token in float32 (float64 for float64 logits), never holding
     more than chunk_size FP32 rows.
 
     logits: [..., V] in any float dtype; labels: [...]; IGNORE_INDEX (-100) gives 0 and no gradient.
+    With return_entropy, also the per-token entropy (differentiable), from the same pass.
     """
     if logits.shape[:-1] != labels.shape:
         raise ValueError(
@@ -212,9 +229,11 @@ def selective_log_softmax_from_logits(
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
     _check_labels(labels, logits.shape[-1])
-    logp = _LogitsLogSoftmaxFn.apply(
-        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).long(), chunk_size
+    logp, entropy = _LogitsLogSoftmaxFn.apply(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).long(), chunk_size, return_entropy
     )
+    if return_entropy:
+        return logp.reshape(labels.shape), entropy.reshape(labels.shape)
     return logp.reshape(labels.shape)
 
 

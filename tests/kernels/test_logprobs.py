@@ -99,10 +99,15 @@ def test_float32_gradients_match_autograd_through_log_softmax():
 def test_from_logits_matches_and_differentiates():
     hidden, weight, _, labels = inputs(dtype=torch.float32)
     logits = (hidden @ weight.T).requires_grad_()
+    before = logits.detach().clone()
     logp = selective_log_softmax_from_logits(logits, labels, chunk_size=4)
+    assert torch.equal(logits.detach(), before)  # float32 blocks are views: nothing may be done in place
     ref = torch.log_softmax(logits.double(), -1).gather(-1, labels.clamp(min=0)[..., None])[..., 0]
     ref = torch.where(labels != -100, ref, 0.0)
     torch.testing.assert_close(logp, ref.float(), rtol=1e-6, atol=1e-6)
+    _, entropy = selective_log_softmax_from_logits(logits, labels, chunk_size=4, return_entropy=True)
+    _, ref_entropy = reference(hidden, weight, labels)
+    torch.testing.assert_close(entropy, ref_entropy.float(), rtol=1e-5, atol=1e-5)
     g = torch.randn_like(ref)
     (got,) = torch.autograd.grad((logp.double() * g).sum(), logits)
     (want,) = torch.autograd.grad((ref * g).sum(), logits)
