@@ -11,6 +11,7 @@ accepted too.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -66,7 +67,7 @@ def save_checkpoint(model, path, tokenizer=None) -> None:
         if isinstance(module, LightningAttention):
             for key, table in decay_tables(module.slope.cpu(), model.config.block_size).items():
                 tensors[f"{name}.{key}"] = table  # float32 even in a bf16 checkpoint
-    config = M1Config(**model.config.to_dict())
+    config = copy.deepcopy(model.config)
     config.architectures = [HF_ARCHITECTURE]
     config.dtype = str(model.dtype).removeprefix("torch.")
     if tokenizer is not None:
@@ -150,5 +151,5 @@ def load_checkpoint(cls, path, dtype: torch.dtype | None = None, device="cpu"):
         stored = tensors.get(f"{name}.slope_rate")
         if isinstance(module, LightningAttention) and stored is not None:
             module.slope = stored.float().flatten()  # a checkpoint's own decay rates win over the formula
-    stored_dtype = getattr(torch, raw.get("dtype") or "float32", torch.float32)
-    return model.to(device=device, dtype=dtype or stored_dtype).eval()
+    saved_dtype = raw.get("dtype") or raw.get("torch_dtype") or "float32"  # "torch_dtype": transformers 4.x
+    return model.to(device=device, dtype=dtype or getattr(torch, saved_dtype, torch.float32)).eval()
