@@ -100,16 +100,15 @@ class Engine:
             ids[i, L - len(p) :] = torch.tensor(p, device=device)
             mask[i, L - len(p) :] = True
         cache = M1Cache(reserve=params.max_tokens)
-        logits = self.model(ids, attention_mask=mask, cache=cache, use_cache=True, last_only=True).logits[
-            :, -1
-        ]
+        out = self.model(ids, attention_mask=mask, cache=cache, use_cache=True, last_only=True)
+        logits = out.logits[:, -1]
 
         stop = torch.tensor(params.stop_token_ids or [-1], device=device)
         rows = torch.arange(B, device=device)  # original index of each live row
         run = torch.zeros(B, dtype=torch.long, device=device)  # consecutive tokens with p > repetition_prob
         tokens: list[list[int]] = [[] for _ in range(B)]
         logps: list[list[float]] = [[] for _ in range(B)]
-        reasons: list[FinishReason | None] = [None] * B
+        reasons: list[FinishReason] = ["length"] * B
         for step in range(params.max_tokens):
             policy = torch.log_softmax(logits.float(), dim=-1)
             token = _sample(logits.float(), params, generator)
@@ -125,14 +124,17 @@ class Engine:
             if bool(done.any()):
                 for j in done.nonzero().flatten().tolist():
                     r = int(rows[j])
-                    reasons[r] = "stop" if done_stop[j] else "repetition" if done_rep[j] else "length"
+                    if done_stop[j]:
+                        reasons[r] = "stop"
+                    elif done_rep[j]:
+                        reasons[r] = "repetition"
                 keep = (~done).nonzero().flatten()
                 if keep.numel() == 0:
                     break
                 rows, run, token = rows[keep], run[keep], token[keep]
                 cache.select(keep)
             logits = self.model(token[:, None], cache=cache, use_cache=True).logits[:, -1]
-        return [Completion(tokens[i], logps[i], reasons[i] or "length") for i in range(B)]
+        return [Completion(tokens[i], logps[i], reasons[i]) for i in range(B)]
 
 
 def _sample(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None) -> torch.Tensor:
