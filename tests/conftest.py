@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# The tests' models and tensors are tiny: one intra-op thread is fastest, and two spinning OpenMP
+# threads on a busy 2-core machine can make each small op 10-100x slower.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(autouse=True)

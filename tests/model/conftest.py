@@ -7,10 +7,6 @@ import torch
 
 from m1model import M1Config, M1ForCausalLM
 
-# These tensors are tiny: one intra-op thread is fastest, and with OpenMP's two spinning threads on a
-# busy 2-core machine each small op can take 10-100x longer.
-torch.set_num_threads(1)
-
 L, S = "linear_attention", "full_attention"
 
 # Each config exercises a different part of the architecture; block_size is smaller than the test

@@ -7,9 +7,6 @@ import torch
 
 from m1model import M1Config, M1ForCausalLM
 
-# Tiny tensors: one intra-op thread is fastest, and avoids OpenMP spinning on a busy 2-core machine.
-torch.set_num_threads(1)
-
 VOCAB = 24
 
 
