@@ -1,17 +1,19 @@
 """Chunked (block) lightning attention in torch, forward and backward.
 
 The sequence is cut into chunks of C tokens. Inside a chunk the output is a masked quadratic form
-((Q K^T) * decay mask) V; across chunks a [Dk, Dv] state per head carries the past. Every large
-operation is one batched matmul over all chunks at once; only the state scan (T/C tiny steps) is a
-Python loop. Cost is O(T * C * D + T * D^2): linear in T.
+((Q K^T) * decay mask) V; across chunks a [Dk, Dv] state per head carries the past. Chunks are
+processed a segment (many chunks, sized so temporaries stay in cache) at a time, each large
+operation one batched matmul over the segment's chunks; only the state scan (one tiny step per
+chunk) is a Python loop. Cost is O(T * C * D + T * D^2): linear in T.
 
 The backward pass is chunked as well. It keeps only q, k, v and the initial state from the forward
-pass and recomputes the per-chunk states (one batched matmul and the scan), so the memory held
-between forward and backward is O(T * D), and O(T * D + (T/C) * D^2) while the backward runs.
+pass (O(T * D) held between forward and backward) and recomputes the chunk states: first the states
+at segment starts, then, walking the segments backwards, each segment's chunk states. Peak memory
+while it runs: the gradients, O(T * D), plus O((T / segment) * D^2) and one segment's temporaries.
 
 Gradients, with lam = exp(-slope), R_n the gradient flowing into the state at the end of chunk n
-(R = dS_final after the last chunk, R_{n-1} = lam^C R_n + (Q_n * q_decay)^T dO_n) and S_{n-1} the
-state before chunk n:
+(R = dS_final after the last chunk, R_{n-1} = lam^C R_n + (Q_n * q_decay)^T dO_n), S_{n-1} the
+state before chunk n and M the intra-chunk decay mask (`chunk_decays`):
     dQ = (dO S_{n-1}^T) * q_decay + ((dO V^T) * M) K
     dK = (V * k_decay) R_n^T       + ((dO V^T) * M)^T Q
     dV = (K * k_decay) R_n         + ((Q K^T) * M)^T dO

@@ -95,7 +95,7 @@ def _bwd_dq(
         dov = tl.dot(do, tl.trans(v), input_precision=PRECISION) * intra
         dq = tl.dot(dov, k, input_precision=PRECISION)
         dq += tl.dot(do, tl.trans(state.to(do.dtype)), input_precision=PRECISION) * q_decay[:, None]
-        tl.store(dq_ptr + i_v * BH * T * DK + qk_off, dq, mask=mr[:, None] & mk[None, :])
+        tl.store(dq_ptr + (i_v * BH).to(tl.int64) * T * DK + qk_off, dq, mask=mr[:, None] & mk[None, :])
         length = tl.minimum(T - start, C)
         k_decay = tl.where(mr, tl.exp(-s * tl.maximum(length - 1 - c, 0).to(s.dtype)), 0.0)
         kv = tl.dot(tl.trans(k * k_decay[:, None]), v, input_precision=PRECISION)
@@ -140,7 +140,7 @@ def _bwd_dkv(
         dk += tl.dot(tl.trans(dov), q, input_precision=PRECISION)
         dv = tl.dot(k * k_decay[:, None], rc, input_precision=PRECISION)
         dv += tl.dot(tl.trans(qk), do, input_precision=PRECISION)
-        tl.store(dk_ptr + i_v * BH * T * DK + qk_off, dk, mask=mr[:, None] & mk[None, :])
+        tl.store(dk_ptr + (i_v * BH).to(tl.int64) * T * DK + qk_off, dk, mask=mr[:, None] & mk[None, :])
         tl.store(dv_ptr + v_off, dv, mask=mr[:, None] & mv[None, :])
         r = r * tl.exp(-s * length.to(s.dtype))
         r += tl.dot(tl.trans(q * q_decay[:, None]), do, input_precision=PRECISION)
