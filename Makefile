@@ -33,8 +33,9 @@ test: $(VENV)/.installed services
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -m "not gpu and not slow and not docker" $(PYTEST_ARGS)
 
-bench: $(VENV)/.installed
-	$(M1) bench all
+BENCHES ?= attention decode train-step dedup verify rewards sandbox logic rl
+bench: $(VENV)/.installed services
+	set -e; for b in $(BENCHES); do echo "== m1 bench $$b"; $(M1) bench $$b; done
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
