@@ -77,15 +77,20 @@ def _read_jsonl(path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
+            line = line.rstrip(b"\r\n")
             try:
                 value = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                bad.append((number, line.decode("utf-8", "replace")[:2000], f"invalid JSON: {exc}"))
+            except json.JSONDecodeError as exc:
+                bad.append((number, line.decode("utf-8", "replace")[:2000],
+                            f"invalid JSON: {exc.msg} at column {exc.pos + 1}"))
+                continue
+            except UnicodeDecodeError as exc:
+                bad.append((number, line.decode("utf-8", "replace")[:2000], f"not UTF-8: {exc.reason}"))
                 continue
             if not isinstance(value, dict):
                 bad.append((number, line.decode("utf-8", "replace")[:2000], "not a JSON object"))
                 continue
-            good.append(line.rstrip(b"\r\n"))
+            good.append(line)
     broken = pl.DataFrame(bad, schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String},
                           orient="row")
     if not good:

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.errors import InputError
 
 runner = CliRunner()
 BASE = "the quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat all day long"
@@ -71,18 +72,25 @@ def test_clean_and_answers_round_trip(tmp_path):
     ('{"text": "x"}\n', ["--method", "exact"], "in.jsonl: missing column(s) prompt (has: text)"),
     ('{"prompt": "x"}\n', ["--method", "fuzzy"], "--method: 'fuzzy' is not one of exact, minhash, embedding"),
 ])
-def test_bad_input_is_one_line_exit_2(tmp_path, content, args, message):
+def test_bad_input_is_an_input_error_and_writes_nothing(tmp_path, content, args, message):
     src = tmp_path / "in.jsonl"
     if content is not None:
         src.write_text(content)
+    res = m1("curate", "dedup", "--input", str(src), "--output", str(tmp_path / "o.parquet"),
+             "--clusters", str(tmp_path / "c.parquet"), *args)
+    assert isinstance(res.exception, InputError) and message in str(res.exception)
+    assert "\n" not in str(res.exception)
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_bad_input_from_the_shell_is_one_line_exit_2(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"prompt": "x"}\n{"prompt": \n')
     proc = subprocess.run([sys.executable, "-c", "from flows.cli import main; main()", "curate", "dedup",
                            "--input", str(src), "--output", str(tmp_path / "o.parquet"),
-                           "--clusters", str(tmp_path / "c.parquet"), *args],
-                          capture_output=True, text=True)
-    assert proc.returncode == 2, proc.stderr
-    assert message in proc.stderr and "Traceback" not in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
-    assert not (tmp_path / "o.parquet").exists()
+                           "--clusters", str(tmp_path / "c.parquet")], capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"error: {src}: line 2: invalid JSON: Expecting value at column 12"]
 
 
 def test_ingest_into_the_store(tmp_path, m1_home):

@@ -8,9 +8,11 @@ import polars as pl
 
 from flows.curate.contamination import decontaminate
 
+VOCAB = [f"v{i}" for i in range(4000)]
+
 
 def sentence(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice([f"v{i}" for i in range(4000)]) for _ in range(n))
+    return " ".join(rng.choices(VOCAB, k=n))
 
 
 def test_planted_leaks_removed_with_their_benchmark_item():
@@ -45,3 +47,16 @@ def test_configurable_n_and_files(tmp_path):
     assert res.removed["id"].to_list() == ["a"]
     assert res.matches["benchmark"].to_list() == ["bench"]
     assert decontaminate(df, [bench], ngram=13).removed.height == 0
+
+
+def test_unicode_empty_and_very_long_documents():
+    rng = random.Random(1)
+    bench_text = "Soit ƒ une fonction définie sur ℝ telle que ƒ(x) = x² − 3x + 2 ; trouvez ses racines réelles s'il vous plaît"
+    bench = pl.DataFrame({"id": ["fr#1"], "prompt": [bench_text]})
+    long_clean = sentence(rng, 50_000)
+    long_leak = sentence(rng, 30_000) + " " + bench_text.upper() + " " + sentence(rng, 30_000)
+    df = pl.DataFrame({"id": ["empty", "none", "long", "leak", "uni"],
+                       "prompt": ["", None, long_clean, long_leak, "Soit ƒ une fonction définie sur ℝ"]})
+    res = decontaminate(df, {"fr": bench})
+    assert res.removed["id"].to_list() == ["leak"]
+    assert res.matches["score"].to_list() == [1.0]
