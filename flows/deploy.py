@@ -61,6 +61,26 @@ def serve_deployments(config: PipelineConfig, cron: str | None = None) -> None:
 def start_server(host: str, port: int) -> None:
     """Replace this process with `prefect server start`; analytics off, since the machine may be offline."""
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    ui_api = _ui_api_url(host, port)
+    if ui_api:
+        env["PREFECT_UI_API_URL"] = ui_api
     print(f"Prefect UI on http://{host}:{port}  (point runs at it: export PREFECT_API_URL=http://{host}:{port}/api)")
     os.execve(sys.executable, [sys.executable, "-m", "prefect", "server", "start", "--host", host,
                                "--port", str(port)], env)
+
+
+def _ui_api_url(host: str, port: int) -> str | None:
+    """The API address the UI's page calls, unless the user configured one (a reverse proxy, say).
+
+    Prefect hands the UI `PREFECT_API_URL` or else `PREFECT_SERVER_API_HOST/PORT`, never the `--port` the
+    server was started with, so `m1 ui --port 4300` would serve a UI that calls :4200 and shows "Can't
+    connect to Server API" (PrefectHQ/prefect#18895, #22986).
+    """
+    from prefect.settings import get_current_settings
+
+    if "api_url" in get_current_settings().server.ui.model_fields_set:
+        return None
+    browser_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host  # a browser cannot call 0.0.0.0
+    if ":" in browser_host:
+        browser_host = f"[{browser_host}]"
+    return f"http://{browser_host}:{port}/api"
