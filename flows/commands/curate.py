@@ -229,11 +229,11 @@ def run(
     from rich.table import Table
 
     from flows.config import load_config
-    from flows.curate.flow import run as run_flow
+    from flows.curate.flow import curate_flow
 
     overrides = list(set_ or []) + ([f"curate.runner={runner}"] if runner else [])
     cfg = load_config(config, overrides)
-    out = run_flow(cfg)
+    out = curate_flow(cfg)
     manifest = out["manifest"]
     table = Table(title=f"{manifest['name']}@v{manifest['version']}: {manifest['rows']} items")
     for col in ("step", "in", "out", "removed", "why"):

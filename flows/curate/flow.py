@@ -9,8 +9,9 @@ whole set. A hidden `_row` column carries the global input order, so "the first 
 means the same thing for any number of shards and on any task runner.
 
 Tasks cache on their source code and the content of their inputs (flows/curate/cache.py; files by
-content hash), with results persisted under
-M1_HOME/cache (when started through `run`): a rerun with the same inputs and parameters resumes from cache instead of redoing.
+content hash), with results persisted under M1_HOME/cache: a rerun with the same inputs and
+parameters resumes from cache instead of redoing.
+
 Evidence datasets (clusters, contamination matches, pass rates) are written first and the curated
 dataset last, naming their versions as parents: a run interrupted anywhere leaves every dataset at a
 complete version, and the curated dataset never points at evidence that does not exist.
@@ -200,7 +201,34 @@ class Tasks:
 @flow(name="m1-curate", log_prints=True)
 def curate_flow(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
     """Curate RL items into the dataset store; returns the curated dataset's manifest (as a dict) and
-    the final state of every task run."""
+    the final state of every task run.
+
+    The steps run as a subflow on the configured task runner (local threads, or Dask through
+    prefect-dask), with task results persisted in the store's cache folder; both settings travel with
+    the tasks to Dask workers. Deployments run this flow as it is.
+    """
+    from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
+
+    steps = curate_steps.with_options(task_runner=task_runner(config.curate))
+    with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: DatasetStore(config.home).root / "cache"}):
+        return steps(config)
+
+
+def task_runner(c: CurateConfig):
+    if c.runner == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if c.dask_address:
+            return DaskTaskRunner(address=c.dask_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": 2, "threads_per_worker": 1})
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner()
+
+
+@flow(name="m1-curate-steps", log_prints=True)
+def curate_steps(config: PipelineConfig) -> dict:
+    """The curation steps themselves (see the module docstring)."""
     logger = get_run_logger()
     c = config.curate
     store = DatasetStore(config.home)
@@ -291,19 +319,3 @@ def report(ref: str, results: list[StepResult], quarantine: pl.DataFrame, states
             lines += [f"- {row[0]}: {row[1]}" for row in kinds.rows()]
         lines.append("")
     create_markdown_artifact("\n".join(lines), key="curation-report", description=f"Curation of {ref}")
-
-
-def run(config: PipelineConfig) -> dict:
-    """Run the flow on the configured task runner (Dask through prefect-dask, or local threads), with
-    task results persisted in the dataset store's cache folder (the settings travel to Dask workers)."""
-    from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
-
-    flow_ = curate_flow
-    if config.curate.runner == "dask":
-        from prefect_dask import DaskTaskRunner
-
-        runner = (DaskTaskRunner(address=config.curate.dask_address) if config.curate.dask_address
-                  else DaskTaskRunner(cluster_kwargs={"n_workers": 2, "threads_per_worker": 1}))
-        flow_ = curate_flow.with_options(task_runner=runner)
-    with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: DatasetStore(config.home).root / "cache"}):
-        return flow_(config)

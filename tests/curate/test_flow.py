@@ -29,7 +29,7 @@ def planted_kind(df: pl.DataFrame) -> list[str | None]:
 
 
 def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_path):
-    from flows.curate.flow import run
+    from flows.curate.flow import curate_flow as run
 
     cfg = tiny_config(tmp_path / "home")
     out = run(cfg)
@@ -48,6 +48,7 @@ def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_pat
     assert store.read("t-curation-matches")["benchmark"].unique().to_list() == ["tiny_benchmark"]
 
     assert "Cached" not in {state for _, state in out["tasks"]}
+    assert len(list((tmp_path / "home" / "cache").iterdir())) >= 17  # persisted task results
     assert len(out["tasks"]) == 1 + 3 * 5 + 1  # generate, 5 steps over 3 shards, the MinHash reduce
     # The rerun, through the CLI: every task resumes from cache, and the output is the same.
     config_file = tmp_path / "curate.json"
@@ -59,7 +60,7 @@ def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_pat
 
 
 def test_interrupted_run_leaves_the_store_consistent(prefect_harness, tmp_path, monkeypatch):
-    from flows.curate.flow import run
+    from flows.curate.flow import curate_flow as run
 
     cfg = tiny_config(tmp_path / "home", shards=1)
     run(cfg)
@@ -94,7 +95,7 @@ def test_interrupted_run_leaves_the_store_consistent(prefect_harness, tmp_path, 
 def test_dask_runner_gives_the_same_output_as_local(prefect_harness, tmp_path):
     from distributed import LocalCluster
 
-    from flows.curate.flow import run
+    from flows.curate.flow import curate_flow as run
 
     local = run(tiny_config(tmp_path / "local", shards=3))["manifest"]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
@@ -107,7 +108,7 @@ def test_dask_runner_gives_the_same_output_as_local(prefect_harness, tmp_path):
 
 
 def test_flow_dedups_across_sources_and_separates_from_sft(prefect_harness, tmp_path):
-    from flows.curate.flow import run
+    from flows.curate.flow import curate_flow as run
 
     rows = [{"problem": f"Compute {a} plus {b} and then multiply the result by {a} to get the final total value",
              "solution": f"\\boxed{{{(a + b) * a}}}"} for a, b in [(3, 4), (5, 6), (7, 8), (9, 10), (11, 12)]]
