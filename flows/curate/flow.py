@@ -207,11 +207,18 @@ def curate_flow(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B00
     prefect-dask), with task results persisted in the store's cache folder; both settings travel with
     the tasks to Dask workers. Deployments run this flow as it is.
     """
-    from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
+    steps = curate_steps.with_options(task_runner=task_runner(config.curate),
+                                      result_storage=cache_storage(DatasetStore(config.home).root))
+    return steps(config)
 
-    steps = curate_steps.with_options(task_runner=task_runner(config.curate))
-    with temporary_settings(updates={PREFECT_LOCAL_STORAGE_PATH: DatasetStore(config.home).root / "cache"}):
-        return steps(config)
+
+def cache_storage(root: Path):
+    """The store's cache folder as a saved storage block (Dask workers load it by reference)."""
+    from prefect.filesystems import LocalFileSystem
+
+    block = LocalFileSystem(basepath=str(root / "cache"))
+    block.save(f"m1-cache-{hashlib.sha256(str(root).encode()).hexdigest()[:16]}", overwrite=True)
+    return block
 
 
 def task_runner(c: CurateConfig):
