@@ -230,6 +230,7 @@ def run(
 
     from flows.config import load_config
     from flows.curate.flow import curate_flow
+    from flows.store import DatasetStore
 
     overrides = list(set_ or []) + ([f"curate.runner={runner}"] if runner else [])
     cfg = load_config(config, overrides)
@@ -242,4 +243,4 @@ def run(
         table.add_row(s["step"], str(s["rows_in"]), str(s["rows_out"]), str(s["removed"]), s["reason"])
     Console().print(table)
     cached = sum(state == "Cached" for _, state in out["tasks"])
-    console.print(f"{cached} of {len(out['tasks'])} tasks resumed from cache; store: {cfg.home or '$M1_HOME'}")
+    console.print(f"{cached} of {len(out['tasks'])} tasks resumed from cache; store: {DatasetStore(cfg.home).root}")
