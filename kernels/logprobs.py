@@ -26,7 +26,13 @@ def _acc(x: torch.Tensor) -> torch.dtype:
     return torch.promote_types(x.dtype, torch.float32)
 
 
-def _logits(hidden, weight, bias, rows, cols):
+def _logits(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    rows: tuple[int, int],
+    cols: tuple[int, int],
+) -> torch.Tensor:
     """One FP32 block of hidden @ weight^T (+ bias)."""
     acc = _acc(hidden)
     z = hidden[rows[0] : rows[1]].to(acc) @ weight[cols[0] : cols[1]].to(acc).T

@@ -6,15 +6,18 @@ through T steps: slow, so measured only up to --naive-max-len), the chunked kern
 (`kernels.lightning_attn_chunked`) and torch's `scaled_dot_product_attention(is_causal=True)`.
 Linear attention should grow about 2x per doubling of length, softmax attention towards 4x.
 
-Then the fused log-probabilities: `kernels.selective_log_softmax` against
-`(hidden @ weight.T).float().log_softmax(-1).gather(...)`, forward + backward, each in a fresh
+Times are the best of --repeats runs, by default in this process's CPU time on one thread: on a
+machine shared with other jobs that stays steady where wall time does not, and on an idle one
+the two agree. --clock wall --threads 0 measures wall time with torch's default threads.
+
+Then the fused log-probabilities: `kernels.selective_log_softmax` against the FP32 head
+`(hidden.float() @ weight.float().T).log_softmax(-1).gather(...)`, forward + backward, each in a fresh
 process whose peak resident memory (Linux VmHWM, reset just before the call) is read afterwards:
 the extra memory is what the call made resident beyond its inputs.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from typing import Annotated
@@ -23,16 +26,22 @@ import typer
 
 from flows.bench import app
 
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 
-def time_fwd_bwd(step: Callable[[], None], repeats: int) -> float:
-    """Median seconds of `step` after one warm-up call (the machine is shared, so the median)."""
+
+def time_fwd_bwd(step: Callable[[], None], repeats: int, clock: str = "wall") -> float:
+    """Best seconds of `step` over `repeats` runs after one warm-up call.
+
+    The best run is the one least disturbed by other processes, the usual choice (as in timeit).
+    """
+    now = CLOCKS[clock]
     step()
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = now()
         step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        times.append(now() - t0)
+    return min(times)
 
 
 def attention_step(method: str, length: int, heads: int, head_dim: int) -> Callable[[], None]:
@@ -72,13 +81,15 @@ def growth(times: dict[int, float], length: int) -> float | None:
     return (times[length] / times[prev]) ** (1 / math.log2(length / prev))
 
 
-def logprob_peak(method: str, tokens: int, vocab: int, hidden_dim: int) -> tuple[float, int]:
+def logprob_peak(
+    method: str, tokens: int, vocab: int, hidden_dim: int, threads: int, clock: str = "wall"
+) -> tuple[float, int]:
     """(seconds, peak extra resident bytes) of one forward + backward, run in a fresh process."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
-        return pool.apply(_logprob_child, (method, tokens, vocab, hidden_dim))
+        return pool.apply(_logprob_child, (method, tokens, vocab, hidden_dim, threads, clock))
 
 
 def _rss_bytes(field: str) -> int:
@@ -89,11 +100,15 @@ def _rss_bytes(field: str) -> int:
     raise RuntimeError(f"{field} missing from /proc/self/status")
 
 
-def _logprob_child(method: str, tokens: int, vocab: int, hidden_dim: int) -> tuple[float, int]:
+def _logprob_child(
+    method: str, tokens: int, vocab: int, hidden_dim: int, threads: int, clock: str
+) -> tuple[float, int]:
     import torch
 
     import kernels
 
+    if threads:
+        torch.set_num_threads(threads)
     g = torch.Generator().manual_seed(0)
     hidden = torch.randn(tokens, hidden_dim, generator=g).bfloat16().requires_grad_()
     weight = (torch.randn(vocab, hidden_dim, generator=g) / hidden_dim**0.5).bfloat16().requires_grad_()
@@ -110,9 +125,10 @@ def _logprob_child(method: str, tokens: int, vocab: int, hidden_dim: int) -> tup
     before = _rss_bytes("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset the peak (VmHWM) to the current resident size
-    t0 = time.perf_counter()
+    now = CLOCKS[clock]
+    t0 = now()
     run()
-    seconds = time.perf_counter() - t0
+    seconds = now() - t0
     return seconds, _rss_bytes("VmHWM") - before
 
 
@@ -121,13 +137,22 @@ def bench_attention(
     lengths: Annotated[
         str, typer.Option(help="Comma-separated sequence lengths.")
     ] = "1024,2048,4096,8192,16384",
-    repeats: Annotated[int, typer.Option(min=1, help="Timed runs per point (median reported).")] = 3,
+    repeats: Annotated[int, typer.Option(min=1, help="Timed runs per point (best reported).")] = 3,
     naive_max_len: Annotated[
         int, typer.Option(min=0, help="Longest length for the slow naive recurrence.")
     ] = 4096,
     heads: Annotated[int, typer.Option(min=1)] = 8,
     head_dim: Annotated[int, typer.Option(min=1)] = 64,
-    threads: Annotated[int, typer.Option(min=0, help="torch CPU threads (0: torch's default).")] = 0,
+    threads: Annotated[
+        int,
+        typer.Option(
+            min=0, help="torch CPU threads; 1 gives steady numbers on a shared machine, 0 torch's default."
+        ),
+    ] = 1,
+    clock: Annotated[
+        str,
+        typer.Option(help="cpu: this process's CPU time (steady on a shared machine; sums threads); wall."),
+    ] = "cpu",
     logprob_tokens: Annotated[
         int, typer.Option(min=0, help="Tokens for the log-prob line (0 skips it).")
     ] = 8192,
@@ -148,12 +173,14 @@ def bench_attention(
         raise InputError(f"--lengths: expected comma-separated integers, got {lengths!r}") from None
     if not sizes or sizes[0] < 1:
         raise InputError(f"--lengths: expected positive integers, got {lengths!r}")
+    if clock not in CLOCKS:
+        raise InputError(f"--clock: expected one of {', '.join(CLOCKS)}, got {clock!r}")
     if threads:
         torch.set_num_threads(threads)
     console = Console()
     console.print(
         f"batch 1, {heads} heads, head dim {head_dim}, fp32, {torch.get_num_threads()} CPU threads; "
-        f"forward + backward, median of {repeats}; naive recurrence up to length {naive_max_len}"
+        f"forward + backward, {clock} seconds, best of {repeats}; naive recurrence up to length {naive_max_len}"
     )
 
     times: dict[str, dict[int, float]] = {"naive": {}, "chunked": {}, "sdpa": {}}
@@ -162,10 +189,10 @@ def bench_attention(
         task = progress.add_task("attention", total=len(plan))
         for method, n in plan:
             progress.update(task, description=f"{method} @ {n}")
-            times[method][n] = time_fwd_bwd(attention_step(method, n, heads, head_dim), repeats)
+            times[method][n] = time_fwd_bwd(attention_step(method, n, heads, head_dim), repeats, clock)
             progress.advance(task)
 
-    table = Table(title="lightning attention fwd+bwd (seconds)")
+    table = Table(title=f"lightning attention fwd+bwd ({clock} seconds)")
     for col in ("length", "naive", "chunked", "SDPA causal", "naive/chunked", "SDPA/chunked",
                 "growth chunked", "growth SDPA"):  # fmt: skip
         table.add_column(col, justify="right")
@@ -191,7 +218,10 @@ def bench_attention(
             f"log-probs of chosen tokens, {logprob_tokens} tokens x {logprob_vocab} vocab, hidden "
             f"{logprob_hidden}, bf16 inputs, FP32 head, forward + backward, each in a fresh process"
         )
-        rows = {m: logprob_peak(m, logprob_tokens, logprob_vocab, logprob_hidden) for m in ("full", "fused")}
+        rows = {
+            m: logprob_peak(m, logprob_tokens, logprob_vocab, logprob_hidden, threads, clock)
+            for m in ("full", "fused")
+        }
         lp = Table(title="selective log-softmax")
         for col in ("method", "seconds", "peak extra memory", "memory ratio"):
             lp.add_column(col, justify="right")
