@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from flows.curate.result import split_by_reason
-from flows.curate.text import ngram_hashes
+from flows.curate.text import ngram_hashes, token_hashes
 from flows.schema import require_columns
 
 MATCH_SCHEMA = {"id": pl.String, "benchmark": pl.String, "benchmark_id": pl.String, "method": pl.String,
@@ -44,12 +44,13 @@ def _benchmark_frame(benchmarks: dict[str, pl.DataFrame] | list[str | Path], tex
 def ngram_matches(texts: pl.Series, bench_texts: pl.Series, n: int = 13) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, benchmark row, score) for each text sharing an n-gram with a benchmark text: the benchmark
     text it shares the largest share of its n-grams with."""
-    b_off, b_hash = ngram_hashes(bench_texts, n)
+    bench_tokens, corpus_tokens = token_hashes(bench_texts), token_hashes(texts)
+    b_off, b_hash = ngram_hashes(bench_tokens, n)
     b_count = np.diff(b_off)
     b_row = np.repeat(np.arange(len(b_count)), b_count)
     pairs: list[np.ndarray] = []
     # Benchmark items shorter than n words: match their whole word sequence (one length at a time).
-    lengths = np.diff(ngram_hashes(bench_texts, 1, short=False)[0])
+    lengths = np.diff(bench_tokens[1])
     for length in [n, *sorted({int(x) for x in lengths if 0 < x < n})]:
         sel = np.repeat((lengths >= n) if length == n else (lengths == length), b_count)
         if not sel.any():
@@ -57,7 +58,7 @@ def ngram_matches(texts: pl.Series, bench_texts: pl.Series, n: int = 13) -> tupl
         keys, rows = b_hash[sel], b_row[sel]
         order = np.argsort(keys, kind="stable")
         keys, rows = keys[order], rows[order]
-        t_off, t_hash = ngram_hashes(texts, length, short=False)
+        t_off, t_hash = ngram_hashes(corpus_tokens, length, short=False)
         t_row = np.repeat(np.arange(len(texts)), np.diff(t_off))
         lo = np.searchsorted(keys, t_hash, side="left")
         hi = np.searchsorted(keys, t_hash, side="right")

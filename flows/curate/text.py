@@ -56,14 +56,21 @@ def fmix64(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(33))
 
 
-def ngram_hashes(texts: pl.Series, n: int, short: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """64-bit hashes of every word token (polars' native hash) and the per-text offsets into them."""
+    tokens, tok_off = word_tokens(texts)
+    return tokens.hash(seed=0x5EED).to_numpy(), tok_off
+
+
+def ngram_hashes(texts: pl.Series | tuple[np.ndarray, np.ndarray], n: int,
+                 short: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """64-bit hashes of every word n-gram of every text: doc i owns hashes[offsets[i]:offsets[i+1]].
 
-    Tokens are hashed by polars natively; each n-gram combines its n token hashes with shifted slices
-    (no per-n-gram Python). With `short`, a text of 1..n-1 words has one n-gram: all its words.
+    Each n-gram combines its n token hashes with shifted slices (no per-n-gram Python); pass the
+    result of `token_hashes` instead of texts to reuse one tokenisation for several n. With `short`,
+    a text of 1..n-1 words has one n-gram: all its words.
     """
-    tokens, tok_off = word_tokens(texts)
-    words = tokens.hash(seed=0x5EED).to_numpy()
+    words, tok_off = token_hashes(texts) if isinstance(texts, pl.Series) else texts
     n_tok, lengths = len(words), np.diff(tok_off)
     counts = np.maximum(lengths - n + 1, 0)
     if short:
