@@ -2,7 +2,8 @@
 
 Extraction order: the last \\boxed{...} (balanced braces), then "the (final) answer is ...", then the
 last mathematical expression of the text (the last $...$ span, else the last number). A reference that
-is already a bare answer ("42", "\\frac{1}{2}") is its own answer.
+is already a bare answer ("42", "\\frac{1}{2}") is its own answer. An answer made of words ("blue")
+is rejected before math-verify, which would read it as a product of symbols.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from functools import lru_cache
 
 import polars as pl
 
@@ -18,8 +20,14 @@ from flows.schema import require_columns
 
 _ANSWER_IS = re.compile(r"(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*(.+?)(?:\.\s|\.?$|\n)", re.IGNORECASE)
 _INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_MATH_WORDS = {"sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+               "log", "ln", "lg", "exp", "sqrt", "pi", "inf", "infty", "mod", "gcd", "lcm", "max", "min", "det",
+               "and", "or", "deg", "cm", "km", "kg"}
+_TEXT = re.compile(r"\\(?:text|mathrm|textbf|operatorname)\{[^}]*\}")  # units, labels: not prose
+_PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:/\d+)?")
 _WORDLIKE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")  # a prose word, not a LaTeX command
+_PROSE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")  # in an answer: "xy" may be a product, "blue" is not
 
 
 def last_boxed(text: str) -> str | None:
@@ -58,8 +66,15 @@ def extract_answer(reference: str | None) -> tuple[str | None, str]:
     return None, "none"
 
 
+@lru_cache(maxsize=65536)
 def parses(answer: str) -> bool:
-    """True if math-verify extracts a mathematical object from the answer."""
+    """True if math-verify extracts a mathematical object from the answer.
+
+    Plain numbers (most answers) are decided without it: math-verify always parses them, and a parse
+    costs milliseconds. Verdicts are cached: datasets repeat the same small answers many times.
+    """
+    if _PLAIN_NUMBER.fullmatch(answer.strip()):
+        return True
     from math_verify import parse
 
     # math-verify's timeout uses SIGALRM, which only the main thread may set; in worker threads the
@@ -84,10 +99,12 @@ def extract_answers(df: pl.DataFrame, reference_column: str = "reference") -> St
             reasons.append({"empty": "no reference solution",
                             "unbalanced-boxed": "unbalanced \\boxed{ in the reference"}.get(
                 how, "no answer found in the reference"))
+        elif prose := [w for w in _PROSE.findall(_TEXT.sub("", answer)) if w.lower() not in _MATH_WORDS]:
+            reasons.append(f"answer {answer[:60]!r} ({how}) is words ({prose[0]!r}), not a rule-checkable expression")
         elif not parses(answer):
             reasons.append(f"answer {answer[:60]!r} ({how}) not parseable by math-verify")
         else:
             reasons.append(None)
     out = df.with_columns(pl.Series("answer", answers, dtype=pl.String))
     return split_by_reason(out, pl.Series(reasons, dtype=pl.String), "answer-check",
-                           "reference answer missing or not parseable by math-verify")
+                           "reference answer missing, prose, or not parseable by math-verify")

@@ -27,14 +27,16 @@ def test_extract_answer(reference, answer, how):
 
 def test_extract_answers_keeps_parseable_and_adds_column():
     df = pl.DataFrame({
-        "id": ["a", "b", "c", "d", "e"],
+        "id": ["a", "b", "c", "d", "e", "f", "g"],
         "reference": ["The answer is \\boxed{\\frac{1}{2}}.", "depends on the figure", None,
-                      "\\boxed{\\frac{1}{2}", "so the answer is 12."],
+                      "\\boxed{\\frac{1}{2}", "so the answer is 12.", "The answer is blue.",
+                      "\\boxed{2\\sin x + 5\\text{ cm}}"],
     })
     res = extract_answers(df)
-    assert res.kept["id"].to_list() == ["a", "e"]
-    assert res.kept["answer"].to_list() == ["\\frac{1}{2}", "12"]
+    assert res.kept["id"].to_list() == ["a", "e", "g"]
+    assert res.kept["answer"].to_list() == ["\\frac{1}{2}", "12", "2\\sin x + 5\\text{ cm}"]
     reasons = dict(zip(res.removed["id"], res.removed["reason"], strict=True))
     assert reasons == {"b": "no answer found in the reference", "c": "no reference solution",
-                       "d": "unbalanced \\boxed{ in the reference"}
-    assert res.count.rows_in == 5 and res.count.rows_out == 2
+                       "d": "unbalanced \\boxed{ in the reference",
+                       "f": "answer 'blue' (answer-is) is words ('blue'), not a rule-checkable expression"}
+    assert res.count.rows_in == 7 and res.count.rows_out == 3
