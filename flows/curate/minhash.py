@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from flows.curate.text import ngram_hashes, shingle_strings, word_lists
+from flows.curate.text import fmix64, ngram_hashes, shingle_strings, word_lists
 
 Mode = Literal["fast", "compat"]
 EMPTY = np.uint32(0xFFFFFFFF)  # a signature value no shingle reached (datasketch's empty MinHash)
@@ -83,6 +83,7 @@ def hash_shingles(texts: pl.Series, shingle_size: int = 5, mode: Mode = "fast") 
     if mode != "fast":
         raise ValueError(f"unknown MinHash mode {mode!r} (use fast or compat)")
     offsets, h = ngram_hashes(texts, shingle_size)
+    h = fmix64(h)  # avalanche the polynomial before folding it to 32 bits
     return Shingles(offsets, fmix32((h ^ (h >> np.uint64(32))).astype(np.uint32)))
 
 

@@ -66,6 +66,9 @@ def ngram_hashes(texts: pl.Series | tuple[np.ndarray, np.ndarray], n: int,
                  short: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """64-bit hashes of every word n-gram of every text: doc i owns hashes[offsets[i]:offsets[i+1]].
 
+    A hash is a polynomial in its token hashes (mod 2^64): equal n-grams hash equally and distinct
+    ones collide with negligible probability; callers that need avalanche mix further (MinHash does).
+
     Each n-gram combines its n token hashes with shifted slices (no per-n-gram Python); pass the
     result of `token_hashes` instead of texts to reuse one tokenisation for several n. With `short`,
     a text of 1..n-1 words has one n-gram: all its words.
@@ -84,12 +87,15 @@ def ngram_hashes(texts: pl.Series | tuple[np.ndarray, np.ndarray], n: int,
     for k in range(n):
         window *= _MUL
         window += padded[k : k + n_tok]
-    # Windows that end inside their document start an n-gram; so does the first word of a short text,
-    # whose one n-gram is recomputed from its own words.
-    starts_ngram = np.arange(n_tok, dtype=np.int64) + n <= np.repeat(tok_off[1:], lengths)
+    # Windows that end inside their document start an n-gram: mark the last n-1 tokens of every
+    # document invalid (a text shorter than n loses them all), then revive the first word of a short
+    # text, whose one n-gram is recomputed from its own words below.
+    valid = np.ones(n_tok, dtype=bool)
+    for k in range(1, n):
+        valid[tok_off[1:][lengths >= k] - k] = False
     is_short = (lengths > 0) & (lengths < n) if short else np.zeros(len(lengths), dtype=bool)
-    starts_ngram[tok_off[:-1][is_short]] = True
-    starts = np.flatnonzero(starts_ngram)
+    valid[tok_off[:-1][is_short]] = True
+    starts = np.flatnonzero(valid)
     h = window[starts]
     if is_short.any():
         first, length = tok_off[:-1][is_short], lengths[is_short]
@@ -97,4 +103,4 @@ def ngram_hashes(texts: pl.Series | tuple[np.ndarray, np.ndarray], n: int,
         for k in range(n - 1):
             hs = np.where(k < length, hs * _MUL + words[np.minimum(first + k, n_tok - 1)], hs)
         h[np.searchsorted(starts, first)] = hs
-    return offsets, fmix64(h)
+    return offsets, h
