@@ -6,10 +6,10 @@ processed a segment (many chunks, sized so temporaries stay in cache) at a time,
 operation one batched matmul over the segment's chunks; only the state scan (one tiny step per
 chunk) is a Python loop. Cost is O(T * C * D + T * D^2): linear in T.
 
-The backward pass is chunked as well. It keeps only q, k, v and the initial state from the forward
-pass (O(T * D) held between forward and backward) and recomputes the chunk states: first the states
-at segment starts, then, walking the segments backwards, each segment's chunk states. Peak memory
-while it runs: the gradients, O(T * D), plus O((T / segment) * D^2) and one segment's temporaries.
+The backward pass is chunked as well. It keeps only q, k, v and the state at each segment start
+from the forward pass (O(T * D + (T / segment) * D^2) held between forward and backward) and,
+walking the segments backwards, recomputes each segment's chunk states. Peak memory while it runs:
+that, the gradients (O(T * D)) and one segment's temporaries.
 
 Gradients, with lam = exp(-slope), R_n the gradient flowing into the state at the end of chunk n
 (R = dS_final after the last chunk, R_{n-1} = lam^C R_n + (Q_n * q_decay)^T dO_n), S_{n-1} the
@@ -55,38 +55,33 @@ class _LightningChunkFn(torch.autograd.Function):
         q_decay, k_decay, intra, block = chunk_decays(slope, C, q.dtype)
         L = _segment_len(B, H, C, max(Dk, v.shape[-1]))
         o = torch.empty_like(v)
-        state = s0
+        starts = [s0]  # the state at each segment start: T/L small tensors, kept for backward
         for t0 in range(0, T, L):
             qc, kc, vc = (_chunks(x, t0, L, C) for x in (q, k, v))
-            before, state = _scan((kc * k_decay).transpose(-1, -2) @ vc, block, state)
+            before, state = _scan((kc * k_decay).transpose(-1, -2) @ vc, block, starts[-1])
             oc = (qc * q_decay) @ before + ((qc @ kc.transpose(-1, -2)) * intra) @ vc
             o[:, :, t0 : t0 + L] = oc.flatten(2, 3)
-        ctx.save_for_backward(q, k, v, slope, s0)
+            starts.append(state)
+        ctx.save_for_backward(q, k, v, slope, *starts[:-1])
         ctx.C = C
-        return o, state
+        return o, starts[-1]
 
     @staticmethod
     def backward(ctx, do, dfinal):  # type: ignore[override]
-        q, k, v, slope, s0 = ctx.saved_tensors
+        q, k, v, slope, *starts = ctx.saved_tensors
         C = ctx.C
         B, H, T, Dk = q.shape
         q_decay, k_decay, intra, block = chunk_decays(slope, C, q.dtype)
         L = _segment_len(B, H, C, max(Dk, v.shape[-1]))
         do = torch.zeros_like(v) if do is None else do
-        # States at segment starts only (T/L of them); chunk states are recomputed per segment below.
-        starts = [s0]
-        for t0 in range(0, T - L, L):
-            kc, vc = _chunks(k, t0, L, C), _chunks(v, t0, L, C)
-            starts.append(_scan((kc * k_decay).transpose(-1, -2) @ vc, block, starts[-1])[1])
-
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        r = torch.zeros_like(s0) if dfinal is None else dfinal  # gradient reaching the current state
+        r = torch.zeros_like(starts[0]) if dfinal is None else dfinal  # gradient reaching the current state
         for t0, s_start in zip(reversed(range(0, T, L)), reversed(starts), strict=True):
             qc, kc, vc, doc = (_chunks(x, t0, L, C) for x in (q, k, v, do))
-            kd, vd = kc * k_decay, vc * k_decay
-            before, _ = _scan(kd.transpose(-1, -2) @ vc, block, s_start)
+            kd, vd, qd = kc * k_decay, vc * k_decay, qc * q_decay
+            before, _ = _scan(kd.transpose(-1, -2) @ vc, block, s_start)  # recomputed, not stored
             # Reverse scan within the segment: after[n] is R_n, the gradient at the end of chunk n.
-            local = (qc * q_decay).transpose(-1, -2) @ doc
+            local = qd.transpose(-1, -2) @ doc
             after = torch.empty_like(local)
             for n in range(local.shape[2] - 1, -1, -1):
                 after[:, :, n] = r
@@ -94,7 +89,7 @@ class _LightningChunkFn(torch.autograd.Function):
             dov = (doc @ vc.transpose(-1, -2)) * intra
             qk = (qc @ kc.transpose(-1, -2)) * intra
             seg = slice(t0, t0 + L)
-            dq[:, :, seg] = ((doc @ before.transpose(-1, -2)) * q_decay + dov @ kc).flatten(2, 3)
+            dq[:, :, seg] = ((doc * q_decay) @ before.transpose(-1, -2) + dov @ kc).flatten(2, 3)
             dk[:, :, seg] = (vd @ after.transpose(-1, -2) + dov.transpose(-1, -2) @ qc).flatten(2, 3)
             dv[:, :, seg] = (kd @ after + qk.transpose(-1, -2) @ doc).flatten(2, 3)
         return dq, dk, dv, None, r, None
