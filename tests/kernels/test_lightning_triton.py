@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import kernels
 from kernels import lightning_attention, lightning_attn_naive
 
 pytest.importorskip("triton")
@@ -47,6 +48,19 @@ def check_against_naive(B, H, T, Dk, Dv, dtype, device="cpu", tol=None):
 )
 def test_triton_interpreted_matches_naive(B, H, T, Dk, Dv, dtype):
     check_against_naive(B, H, T, Dk, Dv, dtype)
+
+
+def test_dispatcher_reaches_every_implementation():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 20, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    slope = torch.tensor([0.1, 0.7], dtype=torch.float64)
+    o_ref, s_ref = lightning_attn_naive(q, k, v, slope)
+    for impl in ("naive", "chunked", "triton", "auto"):
+        o, s = lightning_attention(q, k, v, slope, impl=impl)
+        torch.testing.assert_close(o, o_ref, rtol=1e-10, atol=1e-10, msg=impl)
+        torch.testing.assert_close(s, s_ref, rtol=1e-10, atol=1e-10, msg=impl)
+    o, _ = kernels.lightning_attn_triton(q, k, v, slope)  # the lazy wrapper `import kernels` exports
+    torch.testing.assert_close(o, o_ref, rtol=1e-10, atol=1e-10)
 
 
 def test_triton_empty_sequence_passes_the_state_through():
