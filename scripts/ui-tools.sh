@@ -19,12 +19,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# playwright-core 1.65 needs Node 20+; Debian 12's own nodejs is 18.
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+    echo "ui-tools: Node.js $(node --version) is too old for playwright-core: install Node.js 20 or newer" >&2
+    exit 1
+fi
+
 if [ ! -f tests/ui/node_modules/playwright-core/package.json ]; then
     echo "ui-tools: installing playwright-core into tests/ui/node_modules"
-    # npm ci when a lockfile pins the whole tree; otherwise npm install (which writes one).
-    if [ -f tests/ui/package-lock.json ]; then
-        npm ci --prefix tests/ui --no-audit --no-fund --loglevel=error
-    else
-        npm install --prefix tests/ui --no-audit --no-fund --loglevel=error
-    fi
+    npm ci --prefix tests/ui --no-audit --no-fund --loglevel=error  # exactly tests/ui/package-lock.json
 fi
