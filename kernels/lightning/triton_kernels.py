@@ -1,8 +1,11 @@
 """Triton forward and backward kernels for lightning attention.
 
 One program per (batch*head, block of BV value columns) walks the chunks in order, holding the
-[Dk, BV] state in registers: the same chunk algebra as `kernels.lightning.chunked` (see its
-docstring for the gradient formulas), with the intra-chunk quadratic part done by `tl.dot`.
+[Dk, BV] state in registers, as Lightning Attention-2's own Triton kernels do: the same chunk
+algebra as `kernels.lightning.chunked` (see its docstring for the gradient formulas), with the
+intra-chunk quadratic part done by `tl.dot`. (Parallelism is B * H * Dv/BV programs; a variant
+that also splits the sequence, materialising chunk states as flash-linear-attention's `chunk`
+kernels do, would fill a large GPU better at batch 1.)
 
   forward:      o and the final state.
   backward dq:  forward walk, recomputing the state; dq summed over the value blocks afterwards.
