@@ -118,6 +118,9 @@ class TrainConfig(Section):
     init_from: str | None = Field(
         None, description="HF checkpoint folder for the first stage; default: a fresh model with an SFT warm start"
     )
+    torch_threads: int = Field(
+        1, ge=0, description="intra-op CPU threads for training; 1 is fastest for tiny models, 0: torch's default"
+    )
     checkpoint_every: int = Field(1, ge=0, description="save a resumable checkpoint every N RL steps (0: stage end)")
 
 

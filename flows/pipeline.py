@@ -110,7 +110,7 @@ def split_eval(df: pl.DataFrame, n_eval: int, seed: int) -> tuple[pl.DataFrame, 
 
 
 @flow(name="m1-pipeline", log_prints=True)
-def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:
+def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
     """Run the whole pipeline on one machine; returns the run report as a dict."""
     logger = get_run_logger()
     store = DatasetStore(config.home)
@@ -169,9 +169,27 @@ def evaluate(model, tokenizer, eval_items: pl.DataFrame, max_new_tokens: int) ->
 
 @task(name="sft-and-cispo", cache_policy=NONE)
 def train(model, tokenizer, train_items: pl.DataFrame, config: PipelineConfig):
+    from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
     from flows.train import warm_start_and_rl
 
-    return warm_start_and_rl(model, tokenizer, train_items, config.train)
+    tc = config.train
+    total = max(tc.sft_steps + tc.rl_steps, 1)
+    artifact = create_progress_artifact(0.0, description="SFT warm start + RL steps done")
+    logger = get_run_logger()
+    done = 0
+
+    def on_step(phase: str, m: dict) -> None:
+        nonlocal done
+        done += 1
+        update_progress_artifact(artifact, progress=100.0 * done / total)
+        if phase == "rl":
+            logger.info("%s step %d/%d: reward %.3f, loss %s", tc.algorithm, int(m["step"]), tc.rl_steps,
+                        m["reward_mean"], f"{m['loss']:.4f}" if "loss" in m else "skipped (no signal)")
+        elif done % 25 == 0 or done == tc.sft_steps:
+            logger.info("sft step %d/%d: loss %.4f", done, tc.sft_steps, m["loss"])
+
+    return warm_start_and_rl(model, tokenizer, train_items, tc, on_step=on_step)
 
 
 @task(name="save-checkpoint", cache_policy=NONE)
@@ -184,6 +202,9 @@ def save_checkpoint(model, tokenizer, folder: Path) -> str:
 def _train(config: PipelineConfig, train_items, eval_items, report: RunReport, store: DatasetStore) -> None:
     import torch
 
+    from flows.train import use_threads
+
+    use_threads(config.train)
     model, tokenizer = build_model_and_tokenizer(config, train_items)
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
     report.pass_rate_before = evaluate(model, tokenizer, eval_items, config.eval.max_new_tokens)
