@@ -128,8 +128,11 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
                                      start_new_session=True)
             try:
                 out, _ = check.communicate(timeout=600)
-            finally:
+            except subprocess.TimeoutExpired:
                 _stop(check)
+                out = check.communicate()[0] + "\n(ui_check.mjs stopped after 600 s)"
+            finally:
+                _stop(check)  # a browser left behind by a crashed script
 
     print(out)  # the checks that ran, with their screenshots (pytest -s or -rP shows them)
     logs = f"\n--- ui_check.mjs\n{out}\n--- m1 deploy\n{(tmp_path / 'deploy.log').read_text()[-4000:]}"
