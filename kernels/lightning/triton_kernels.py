@@ -19,6 +19,7 @@ testing on machines without a GPU).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import torch
@@ -208,6 +209,7 @@ class _LightningTritonFn(torch.autograd.Function):
         dv = torch.empty_like(v)
         ds0 = torch.empty_like(s0)
         interpret = _interpret(q)
+        # backward runs on autograd's device thread for q's device, so no device guard is needed here
         meta = dict(C=CHUNK, BK=BK, BV=BV, PRECISION=ctx.precision)
         _kernel("bwd_dq", interpret)[(NV, B * H)](q, k, v, do, s0, dq, slope, T, B * H, H, Dk, Dv, **meta)
         _kernel("bwd_dkv", interpret)[(NV, B * H)](
@@ -234,7 +236,9 @@ def lightning_attn_triton(
     dtype = state_dtype(q)
     precision = "ieee" if q.dtype in (torch.float32, torch.float64) else "tf32"
     s0 = initial(initial_state, q, v).contiguous()
-    o, sT = _LightningTritonFn.apply(
-        *(x.to(dtype).contiguous() for x in (q, k, v)), slope.to(dtype).contiguous(), s0, precision
-    )
+    # Triton launches on the current CUDA device; make it q's.
+    with torch.cuda.device(q.device) if q.is_cuda else contextlib.nullcontext():
+        o, sT = _LightningTritonFn.apply(
+            *(x.to(dtype).contiguous() for x in (q, k, v)), slope.to(dtype).contiguous(), s0, precision
+        )
     return o.to(q.dtype), sT
