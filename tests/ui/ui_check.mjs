@@ -29,11 +29,22 @@ function ok(message) {
   console.log(`ok: ${message}`);
 }
 
+// Wait for something on a freshly opened page; reload once if it stays on its loading screen, as a person would.
+async function shown(locator) {
+  try {
+    await locator.waitFor();
+  } catch (err) {
+    if (!String(err).includes('Timeout')) throw err;
+    await page.reload();
+    await locator.waitFor();
+  }
+}
+
 async function openDeployment(name) {
   await page.getByRole('link', { name: 'Deployments', exact: true }).first().click();
   await page.getByRole('link', { name, exact: true }).first().click();
   await page.waitForURL(/\/deployments\/deployment\//);
-  await page.getByRole('heading', { name }).or(page.getByText(name, { exact: true })).first().waitFor();
+  await shown(page.getByRole('button', { name: 'Run', exact: true }));
 }
 
 // Run -> Custom run: the deployment's parameter form, filled in and submitted. Returns on the run's page.
@@ -47,7 +58,7 @@ async function customRun(runName, fill) {
   await page.waitForURL((url) => !url.pathname.endsWith('/run'));
   await page.getByRole('link', { name: /view run/i }).or(page.getByRole('button', { name: /view run/i })).first().click();
   await page.waitForURL(/\/runs\/flow-run\//);
-  await page.getByText(runName, { exact: true }).first().waitFor();
+  await shown(page.getByText(runName, { exact: true }).first());
 }
 
 // The flow run page shows the run's state; wait for a final one (reloading, as a person would).
@@ -78,6 +89,7 @@ async function openArtifact(key) {
   await page.getByRole('tab', { name: 'Artifacts' }).click();
   await page.getByRole('link', { name: new RegExp(key) }).first().click();
   await page.waitForURL(/\/artifacts\/artifact\//);
+  await shown(page.getByRole('heading').first());
 }
 
 const browser = await chromium.launch({
@@ -87,7 +99,7 @@ const browser = await chromium.launch({
 });
 try {
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  page.setDefaultTimeout(30_000);
+  page.setDefaultTimeout(45_000);  // a busy 2-core machine
   const errors = [];
   page.on('pageerror', (err) => errors.push(String(err)));
 
@@ -95,7 +107,7 @@ try {
   await page.goto(base);
   await page.getByRole('link', { name: 'Deployments', exact: true }).first().click();
   const noApi = page.getByText(/can't connect to server api/i).first();
-  await page.getByRole('link', { name: DEPLOYMENTS[0], exact: true }).first().or(noApi).first().waitFor();
+  await shown(page.getByRole('link', { name: DEPLOYMENTS[0], exact: true }).first().or(noApi).first());
   if (await noApi.isVisible()) {
     throw new Error(`the UI cannot reach its API: "${await noApi.innerText()}" (screenshot ${await snap('no-api')})`);
   }
