@@ -41,9 +41,17 @@ def leased_uids(monkeypatch) -> list[int]:
 
 @pytest.fixture
 def nothing_left_behind(leased_uids):
-    """After the test: no child process of ours and no live process of any uid its runs used."""
+    """After the test: no new child process of ours and no live process of any uid its runs used.
+
+    Children that existed before the test (a session's Prefect test server, another test's worker
+    pool) are not the sandbox's doing."""
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     yield
-    children = [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    children = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE
+    ]
     assert not children, f"processes left behind: {children}"
     if os.geteuid() == 0:
         assert leased_uids, "the test ran nothing in a sandbox"
