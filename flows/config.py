@@ -25,7 +25,7 @@ class Section(BaseModel):
 class DataConfig(Section):
     """The bundled synthetic math data: problems with planted duplicates, near-duplicates and leaks."""
 
-    n_problems: int = Field(240, ge=8, description="clean, distinct problems to generate")
+    n_problems: int = Field(800, ge=8, description="clean, distinct problems to generate")
     n_exact_duplicates: int = Field(12, ge=0, description="planted exact duplicates (after normalisation)")
     n_near_duplicates: int = Field(12, ge=0, description="planted near-duplicates (small edits)")
     n_benchmark_leaks: int = Field(8, ge=0, description="planted copies of benchmark items")
@@ -85,7 +85,9 @@ class ModelConfig(Section):
     intermediate_size: int = 96
     num_local_experts: int = 4
     num_experts_per_tok: int = 2
-    softmax_every: int = Field(8, ge=1, description="one softmax-attention layer after every N-1 lightning layers")
+    # M1 puts one softmax layer after every seven lightning layers (8); the 4-layer default uses 4 so that
+    # the tiny model is still hybrid: three lightning layers, then one softmax layer.
+    softmax_every: int = Field(4, ge=1, description="one softmax-attention layer after every N-1 lightning layers")
     vocab_size: int = Field(512, ge=64, description="size of the BPE tokenizer trained on the corpus")
     fp32_lm_head: bool = Field(True, description="the paper's precision fix: LM head in FP32")
     seed: int = 0
@@ -93,9 +95,9 @@ class ModelConfig(Section):
 
 class TrainConfig(Section):
     algorithm: Literal["cispo", "grpo", "dapo"] = "cispo"
-    sft_steps: int = Field(150, ge=0)
+    sft_steps: int = Field(500, ge=0)
     sft_lr: float = 3e-3
-    rl_steps: int = Field(6, ge=0)
+    rl_steps: int = Field(8, ge=0)
     rl_lr: float = 5e-4
     prompts_per_step: int = Field(8, ge=1)
     group_size: int = Field(8, ge=2, description="responses sampled per prompt (G)")
@@ -125,7 +127,7 @@ class TrainConfig(Section):
 
 
 class EvalConfig(Section):
-    n_items: int = Field(64, ge=1, description="held-out items to evaluate on")
+    n_items: int = Field(100, ge=1, description="held-out items to evaluate on")
     max_new_tokens: int = 12
 
 

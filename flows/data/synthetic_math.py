@@ -121,7 +121,22 @@ def _area(rng: random.Random) -> Problem:
     )
 
 
-TEMPLATES: list[Callable[[random.Random], Problem]] = [_shop, _rate, _linear, _share, _area]
+def _recall(rng: random.Random) -> Problem:
+    """The easy family: the answer is stated in the problem, so even a tiny model can learn it."""
+    a, b = _pick(rng, NAMES, 2)
+    item, = _pick(rng, ITEMS)
+    place, = _pick(rng, PLACES)
+    day, = _pick(rng, DAYS)
+    n = rng.randint(2, 99)
+    return Problem(
+        f"{a} packs {n} {item}s at the {place} on {day} while {b} watches. "
+        f"Nobody adds or removes any {item}s. How many {item}s did {a} pack?",
+        n,
+        f"{a} packed {n} {item}s and nothing changed. The answer is \\boxed{{{n}}}.",
+    )
+
+
+TEMPLATES: list[Callable[[random.Random], Problem]] = [_shop, _rate, _linear, _share, _area, _recall]
 
 
 def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
