@@ -53,9 +53,29 @@ async function customRun(runName, fill) {
   await page.getByRole('menuitem', { name: /custom run/i }).click();
   await page.getByLabel('Run Name', { exact: true }).fill(runName);
   await fill();
-  await page.getByRole('button', { name: 'Submit', exact: true }).click();
-  // The form returns to the deployment, whose confirmation links to the new flow run.
-  await page.waitForURL((url) => !url.pathname.endsWith('/run'));
+  // A click that lands while the form is still settling does nothing: click again, as a person would, but
+  // only while no flow run was requested (a slow server must not get two).
+  let requested = false;
+  const onRequest = (req) => { requested ||= /\/ui\/schemas\/validate|\/create_flow_run/.test(req.url()); };
+  page.on('request', onRequest);
+  const submitted = (url) => !url.pathname.endsWith('/run');  // the form returns to the deployment
+  for (let attempt = 1; ; attempt += 1) {
+    await page.getByRole('button', { name: 'Submit', exact: true }).click();
+    try {
+      await page.waitForURL(submitted, { timeout: 15_000 });
+      break;
+    } catch {
+      if (requested || attempt === 3) {
+        await page.waitForURL(submitted).catch(async () => {
+          throw new Error(`${runName}: the run form did not submit (flow run requested: ${requested}; `
+            + `screenshot ${await snap(`${runName}-submit`)})`);
+        });
+        break;
+      }
+    }
+  }
+  page.off('request', onRequest);
+  // The deployment's confirmation links to the new flow run.
   await page.getByRole('link', { name: /view run/i }).or(page.getByRole('button', { name: /view run/i })).first().click();
   await page.waitForURL(/\/runs\/flow-run\//);
   await shown(page.getByText(runName, { exact: true }).first());
