@@ -47,34 +47,37 @@ async function openDeployment(name) {
   await shown(page.getByRole('button', { name: 'Run', exact: true }));
 }
 
+// Submit the run form. On a busy machine the SQLite-backed server may answer 503 (database busy) and the
+// form then silently stays: a person clicks Submit again. Again only once the server refused the run (or
+// nothing was sent for 20 s), so a slow server does not get two.
+async function submitRunForm(runName) {
+  const submit = page.getByRole('button', { name: 'Submit', exact: true });
+  const answers = [];
+  for (let attempt = 1; attempt <= 4; attempt += 1) {
+    const request = page.waitForRequest((r) => r.url().includes('/create_flow_run'), { timeout: 20_000 })
+      .catch(() => null);
+    await submit.click();
+    const response = await (await request)?.response();
+    if (response?.ok()) {
+      await page.waitForURL((url) => !url.pathname.endsWith('/run'));  // back on the deployment
+      return;
+    }
+    answers.push(response ? `${response.status()} ${(await response.text().catch(() => '')).slice(0, 200)}`
+      : 'no flow run requested');
+    console.log(`note: ${runName} form submitted again, the server answered ${answers.at(-1)}`);
+    await page.waitForTimeout(2_000);
+  }
+  throw new Error(`${runName}: the run form did not start a run (server answered: ${answers.join(' | ')}; `
+    + `screenshot ${await snap(`${runName}-submit`)})`);
+}
+
 // Run -> Custom run: the deployment's parameter form, filled in and submitted. Returns on the run's page.
 async function customRun(runName, fill) {
   await page.getByRole('button', { name: 'Run', exact: true }).click();
   await page.getByRole('menuitem', { name: /custom run/i }).click();
   await page.getByLabel('Run Name', { exact: true }).fill(runName);
   await fill();
-  // A click that lands while the form is still settling does nothing: click again, as a person would, but
-  // only while no flow run was requested (a slow server must not get two).
-  let requested = false;
-  const onRequest = (req) => { requested ||= /\/ui\/schemas\/validate|\/create_flow_run/.test(req.url()); };
-  page.on('request', onRequest);
-  const submitted = (url) => !url.pathname.endsWith('/run');  // the form returns to the deployment
-  for (let attempt = 1; ; attempt += 1) {
-    await page.getByRole('button', { name: 'Submit', exact: true }).click();
-    try {
-      await page.waitForURL(submitted, { timeout: 15_000 });
-      break;
-    } catch {
-      if (requested || attempt === 3) {
-        await page.waitForURL(submitted).catch(async () => {
-          throw new Error(`${runName}: the run form did not submit (flow run requested: ${requested}; `
-            + `screenshot ${await snap(`${runName}-submit`)})`);
-        });
-        break;
-      }
-    }
-  }
-  page.off('request', onRequest);
+  await submitRunForm(runName);
   // The deployment's confirmation links to the new flow run.
   await page.getByRole('link', { name: /view run/i }).or(page.getByRole('button', { name: /view run/i })).first().click();
   await page.waitForURL(/\/runs\/flow-run\//);
