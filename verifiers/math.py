@@ -8,7 +8,8 @@ change a verdict (`m1 bench verify` checks that on every item):
 
 - fast paths, decided exactly as math-verify would decide them and only where that is certain:
   identical answers, answers that differ only in layout (``\left(``, spaces around operators,
-  ``\dfrac``), and plain integers, decimals and integer fractions;
+  ``\dfrac``), plain integers, decimals and integer fractions, and (`verifiers.math_fast`) radicals,
+  percentages, answers with units, and sets and intervals of integers;
 - a cache of verdicts per (reference, answer) pair, and of parsed references inside each worker;
 - a process pool for the rest (math-verify is pure Python and CPU-bound; threads would not help, and its
   signal-based timeouts only work in a process's main thread).
@@ -32,6 +33,7 @@ from math_verify import parse, verify
 
 from verifiers.base import Reward
 from verifiers.format import extract_answer, format_ok, last_boxed
+from verifiers.math_fast import structured_verdict
 
 Verdict = tuple[bool, str | None]  # (equivalent, error such as a timeout)
 
@@ -109,7 +111,7 @@ def fast_verdict(gold: str, answer: str) -> bool | None:
         return True
     g, a = _plain_number(gold.strip()), _plain_number(answer.strip())
     if g is None or a is None:
-        return None
+        return structured_verdict(gold, answer)
     if g == a:
         return True
     if "." not in gold and "." not in answer:

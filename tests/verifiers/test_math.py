@@ -115,3 +115,38 @@ def test_pool_matches_in_process_and_caches():
 def test_reference_answer_unwraps():
     assert reference_answer("$\\frac{1}{2}$") == "\\frac{1}{2}"
     assert reference_answer("We find \\boxed{7}.") == "7"
+
+
+def _latex_set(members: list[int], sep: str = ", ") -> str:
+    return "\\{" + sep.join(map(str, members)) + "\\}"
+
+
+def _structured_forms(rng: random.Random) -> list[str]:
+    """Radicals, percentages, units, integer sets and intervals, with near-misses of each."""
+    a, b = rng.randint(1, 12), rng.choice([2, 3, 5, 6, 8, 12, 18, 50])
+    lo = rng.randint(-3, 5)
+    hi = lo + rng.choice([1, 2])
+    members = rng.sample(range(-2, 6), 3)
+    return [
+        f"{a}\\sqrt{{{b}}}", f"\\sqrt{{{a * a * b}}}", f"{a} \\sqrt{{{b}}}", f"-{a}\\sqrt{{{b}}}",
+        f"\\sqrt{{{a * a}}}", f"{a}", f"\\sqrt{{{a * a * b + 1}}}", f"{a + 1}\\sqrt{{{b}}}", f"\\sqrt{b}",
+        f"{a}\\%", f"{100 * a}\\%", f"{a} \\text{{ cm}}", f"{a}\\text{{cm}}", f"{a} \\text{{ meters}}",
+        f"[{lo}, {hi})", f"({lo},{hi})", f"[{lo},{hi}]", f"({lo}, {hi}]", f"({hi}, {lo})", f"[{lo}, {hi + 1})",
+        _latex_set(members), _latex_set(members[::-1], ","), _latex_set(members[:2]), _latex_set(members[:1] * 2),
+        _latex_set([*members[:2], members[2] + 7]),
+    ]
+
+
+def test_structured_fast_paths_agree_with_math_verify():
+    """Radicals, percentages, units, sets and intervals: every fast verdict is math-verify's verdict."""
+    rng = random.Random(1)
+    decided = 0
+    for _ in range(6):
+        forms = _structured_forms(rng)
+        for gold in forms:
+            for answer in rng.sample(forms, 8):
+                quick = fast_verdict(gold, answer)
+                if quick is not None:
+                    decided += 1
+                    assert quick is math_verify_equal(gold, answer), (gold, answer)
+    assert decided > 200  # the fast paths take most of these pairs
