@@ -105,10 +105,11 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
     api = f"http://127.0.0.1:{port}/api"
     env = os.environ | {"PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)  # the UI must find its API from `--port` alone, as for a user
+    server_env = env | {"PREFECT_API_LOG_RETRYABLE_ERRORS": "true"}  # why it answered 503, in server.log
     shots = tmp_path / "screenshots"
     shots.mkdir()
 
-    with _process([*M1, "ui", "--port", str(port)], env, tmp_path / "server.log") as server:
+    with _process([*M1, "ui", "--port", str(port)], server_env, tmp_path / "server.log") as server:
         _wait_until(lambda: httpx.get(f"{api}/health", timeout=5).json() is True,
                     "m1 ui", server, tmp_path / "server.log")
 
@@ -134,7 +135,8 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
                 _stop(check)  # a browser left behind by a crashed script
 
     print(out)  # the checks that ran, with their screenshots (pytest -s or -rP shows them)
-    logs = f"\n--- ui_check.mjs\n{out}\n--- m1 deploy\n{(tmp_path / 'deploy.log').read_text()[-4000:]}"
+    logs = (f"\n--- ui_check.mjs\n{out}\n--- m1 deploy\n{(tmp_path / 'deploy.log').read_text()[-4000:]}"
+            f"\n--- m1 ui\n{(tmp_path / 'server.log').read_text()[-3000:]}")
     assert check.returncode == 0, f"screenshots in {shots}{logs}"
     # What the UI showed was made by the served flow runs, with the name typed into the forms.
     run_dir = m1_home / "runs" / RUN_NAME
