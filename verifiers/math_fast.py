@@ -91,6 +91,116 @@ def _interval(text: str) -> tuple[str, int, int, str] | None:
     return match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
 
 
+_TOKEN = re.compile(r"\s*(\d+|[x()+\-^{}])")
+Poly = tuple[int, ...]  # integer coefficients, lowest degree first, no trailing zeros
+
+
+class _PolyReader:
+    """Recursive descent over integer polynomials in x: sums, implicit products, parentheses, integer
+    powers. An integer may only lead a term (``2 3`` or ``x^23`` would read otherwise in LaTeX)."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens: list[str] = []
+        pos = 0
+        while pos < len(text):
+            match = _TOKEN.match(text, pos)
+            if match is None:
+                raise ValueError(text)
+            self.tokens.append(match.group(1))
+            pos = match.end()
+        self.at = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        token = self.peek()
+        if token is None or (expected is not None and token != expected):
+            raise ValueError(expected)
+        self.at += 1
+        return token
+
+    def sum(self) -> dict[int, int]:
+        total: dict[int, int] = {}
+        sign = -1 if self.peek() == "-" else 1
+        if self.peek() in ("-", "+"):
+            self.take()
+        while True:
+            for deg, c in self.product().items():
+                total[deg] = total.get(deg, 0) + sign * c
+            if self.peek() not in ("+", "-"):
+                return total
+            sign = -1 if self.take() == "-" else 1
+
+    def product(self) -> dict[int, int]:
+        start = self.at
+        result = {0: int(self.take())} if (self.peek() or "").isdigit() else {0: 1}
+        while self.peek() in ("x", "("):
+            factor = {1: 1} if self.take() == "x" else self.group()
+            if self.peek() == "^":
+                self.take()
+                factor = _power(factor, self.exponent())
+            result = _multiply(result, factor)
+        if self.at == start:
+            raise ValueError("empty term")
+        return result
+
+    def group(self) -> dict[int, int]:
+        inner = self.sum()
+        self.take(")")
+        return inner
+
+    def exponent(self) -> int:
+        """A single digit, or up to two in braces (``x^23`` is x^2 * 3 in LaTeX)."""
+        if self.peek() != "{":
+            power = self.take()
+            if not (power.isdigit() and len(power) == 1):
+                raise ValueError(power)
+            return int(power)
+        self.take("{")
+        power = self.take()
+        self.take("}")
+        if not (power.isdigit() and int(power) <= 12):
+            raise ValueError(power)
+        return int(power)
+
+
+def _multiply(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for da, ca in a.items():
+        for db, cb in b.items():
+            out[da + db] = out.get(da + db, 0) + ca * cb
+    return out
+
+
+def _power(base: dict[int, int], n: int) -> dict[int, int]:
+    out = {0: 1}
+    for _ in range(n):
+        out = _multiply(out, base)
+    return out
+
+
+def _polynomial(text: str) -> Poly | None:
+    """An integer polynomial in x of degree >= 1 written with +, -, implicit products, parentheses and
+    small integer powers, else None."""
+    if "x" not in text:
+        return None
+    try:
+        reader = _PolyReader(text)
+        coeffs = reader.sum()
+    except ValueError:
+        return None
+    if reader.peek() is not None:
+        return None
+    top = max((d for d, c in coeffs.items() if c), default=0)
+    poly = tuple(coeffs.get(d, 0) for d in range(top + 1))
+    # degree 0 evaluates to a number, and x itself (also "(x)", "1x", "x+0") is a lone Symbol, which
+    # math-verify compares by name
+    if top < 1 or poly == (0, 1) or any(abs(c) >= _LIMIT for c in poly):
+        return None
+    return poly
+
+
 def _percent_verdict(gold: str, answer: str) -> bool | None:
     """math-verify reads ``p\\%`` as p * UnevaluatedExpr(1/100) and, against an integer q, compares
     p with q; it may still find p/100 == q symbolically, so that case is left to it."""
@@ -118,7 +228,7 @@ def structured_verdict(gold: str, answer: str) -> bool | None:
         return None  # floats compare after rounding: the plain-number fast path handles those
     if (pct := _percent_verdict(g, a)) is not None:
         return pct
-    for read in (_radical, _set, _interval):
+    for read in (_radical, _set, _interval, _polynomial):
         rg, ra = read(g), read(a)
         if rg is not None and ra is not None:
             return rg == ra

@@ -122,7 +122,7 @@ def _latex_set(members: list[int], sep: str = ", ") -> str:
 
 
 def _structured_forms(rng: random.Random) -> list[str]:
-    """Radicals, percentages, units, integer sets and intervals, with near-misses of each."""
+    """Radicals, percentages, units, integer sets, intervals and polynomials, with near-misses of each."""
     a, b = rng.randint(1, 12), rng.choice([2, 3, 5, 6, 8, 12, 18, 50])
     lo = rng.randint(-3, 5)
     hi = lo + rng.choice([1, 2])
@@ -134,14 +134,17 @@ def _structured_forms(rng: random.Random) -> list[str]:
         f"[{lo}, {hi})", f"({lo},{hi})", f"[{lo},{hi}]", f"({lo}, {hi}]", f"({hi}, {lo})", f"[{lo}, {hi + 1})",
         _latex_set(members), _latex_set(members[::-1], ","), _latex_set(members[:2]), _latex_set(members[:1] * 2),
         _latex_set([*members[:2], members[2] + 7]),
+        f"x^2+{2 * a}x+{a * a}", f"(x+{a})^2", f"(x-{a})^2", f"x^2 + {2 * a}x + {a * a}", f"x^2+{a * a}",
+        f"(x+{a})(x+{a})", f"x(x+{2 * a})+{a * a}", f"x^{{2}}+{2 * a}x+{a * a + 1}", f"x^2{a}", "2x", "x+x",
+        "(x)", "x", f"{a}x^2-{a}",
     ]
 
 
 def test_structured_fast_paths_agree_with_math_verify():
-    """Radicals, percentages, units, sets and intervals: every fast verdict is math-verify's verdict."""
+    """Radicals, percentages, units, sets, intervals, polynomials: every fast verdict is math-verify's."""
     rng = random.Random(1)
     decided = 0
-    for _ in range(6):
+    for _ in range(3):
         forms = _structured_forms(rng)
         for gold in forms:
             for answer in rng.sample(forms, 8):
@@ -149,4 +152,4 @@ def test_structured_fast_paths_agree_with_math_verify():
                 if quick is not None:
                     decided += 1
                     assert quick is math_verify_equal(gold, answer), (gold, answer)
-    assert decided > 200  # the fast paths take most of these pairs
+    assert decided > 150  # the fast paths take many of these pairs
