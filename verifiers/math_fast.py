@@ -34,7 +34,7 @@ def normalized(answer: str) -> str | None:
     r"""`answer` as math-verify's LaTeX normalization leaves it before parsing, or None where the
     answer could be read differently by math-verify's extraction than as one ``\boxed{}`` body
     (unbalanced braces, a nested ``\boxed``, dollar signs)."""
-    if "boxed" in answer or "$" in answer or "%" in answer.replace("\\%", ""):
+    if "boxed" in answer or "$" in answer or "\n" in answer or "%" in answer.replace("\\%", ""):
         return None
     depth = 0
     for ch in answer:
@@ -67,7 +67,7 @@ def _radical(text: str) -> tuple[int, int] | None:
     coef = {None: 1, "-": -1}.get(match.group(1))
     coef = int(match.group(1)) if coef is None else coef
     k, s = _squarefree(int(match.group(2)))
-    value = (coef * k, s)
+    value = (coef * k, s if coef else 1)  # 0\sqrt{2} is 0
     return value if abs(value[0]) * isqrt(s) < _LIMIT else None
 
 
