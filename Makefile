@@ -26,6 +26,7 @@ run: $(VENV)/.installed
 services: $(VENV)/.installed
 	bash scripts/sandbox-tools.sh
 	bash scripts/docker-engine.sh
+	bash scripts/ui-tools.sh
 
 test: $(VENV)/.installed services
 	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)

@@ -88,7 +88,7 @@ class ModelConfig(Section):
     # M1 puts one softmax layer after every seven lightning layers (8); the 4-layer default uses 4 so that
     # the tiny model is still hybrid: three lightning layers, then one softmax layer.
     softmax_every: int = Field(4, ge=1, description="one softmax-attention layer after every N-1 lightning layers")
-    vocab_size: int = Field(512, ge=64, description="size of the BPE tokenizer trained on the corpus")
+    vocab_size: int = Field(512, ge=259, description="BPE vocabulary: 256 byte symbols + 3 special tokens at least")
     fp32_lm_head: bool = Field(True, description="the paper's precision fix: LM head in FP32")
     seed: int = 0
 
