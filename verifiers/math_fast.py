@@ -1,4 +1,5 @@
-r"""Exact verdicts for structured answers (radicals, percentages, units, integer sets and intervals).
+r"""Exact verdicts for structured answers: radicals, percentages, units, integer sets and intervals, and
+integer polynomials in x.
 
 Both sides first go through math-verify's own LaTeX normalization (`normalize_latex`, the same
 config math-verify applies to a ``\boxed{}`` answer: it strips units, ``\text{cm}``, fixes ``\sqrt3``).
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from fractions import Fraction
 from functools import lru_cache
 from math import isqrt
 
@@ -26,7 +26,7 @@ _RADICAL = re.compile(rf"(?:({_INT}|-)\s*)?\\sqrt\{{\s*([1-9]\d{{0,5}})\s*\}}")
 _PERCENT = re.compile(rf"({_INT})\s*\\%")
 _SET = re.compile(r"\\\{(.*)\\\}")
 _INTERVAL = re.compile(rf"([\[(])\s*({_INT})\s*,\s*({_INT})\s*([\])])")
-_LIMIT = Fraction(10**6)
+_LIMIT = 10**6
 
 
 @lru_cache(maxsize=65536)
