@@ -81,7 +81,6 @@ def bench_sandbox(
 ) -> None:
     """Per-run overhead of the process and docker sandboxes against a bare subprocess."""
     from rich.console import Console
-    from rich.table import Table
 
     from flows.errors import InputError
 
@@ -89,9 +88,15 @@ def bench_sandbox(
     unknown = sorted(set(names) - {"process", "docker"})
     if unknown:
         raise InputError(f"--backends: unknown sandbox backend(s) {', '.join(unknown)}; use process, docker")
-    console = Console()
-    with console.status(f"running `python3 -c pass` {runs}x bare and in {', '.join(names)} ..."):
-        rows = measure_overhead(names, runs)
+    print_overhead(Console(), names, runs)
+
+
+def print_overhead(console, backends: list[str], runs: int) -> None:
+    """Measure and print the per-run overhead table (also used by `m1 bench verify`)."""
+    from rich.table import Table
+
+    with console.status(f"running `python3 -c pass` {runs}x bare and in {', '.join(backends)} ..."):
+        rows = measure_overhead(backends, runs)
     base = rows[0].median_s
     table = Table(title=f"sandbox overhead per run: python3 -c pass, {runs} runs each")
     for col in ("backend", "median ms", "p90 ms", "overhead ms", "x subprocess"):

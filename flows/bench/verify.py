@@ -2,7 +2,8 @@
 
 The items look like an RL batch: P prompts x G sampled responses, long chains of thought, answers in
 every form a model writes (mostly integers, as in MATH or DAPO-Math-17k, then fractions, decimals,
-radicals, polynomials, intervals, sets, percentages, units), most of a group agreeing on a few answers. The baseline calls math-verify on
+radicals, polynomials, intervals, sets, percentages, units; a tenth in forms only math-verify settles:
+radical fractions, multiples of pi, equations), most of a group agreeing on a few answers. The baseline calls math-verify on
 each item's extracted answer (`verifiers.math.math_verify_equal`); the verifier must reach the same
 verdict on every item, which the bench asserts.
 """
@@ -31,6 +32,10 @@ _FAMILIES: list[tuple[float, str, list[str], list[str]]] = [
     (0.05, "\\{{{a}, {b}, {c}\\}}", ["\\{{{c}, {b}, {a}\\}}", "\\{{{a},{b},{c}\\}}"], ["\\{{{a}, {b}\\}}"]),
     (0.05, "{p}\\%", ["{p}\\%", "{p}", "{p}\\%"], ["{p1}\\%", "{p1}"]),
     (0.05, "{a} \\text{{ cm}}", ["{a}", "{a} \\text{{ cm}}", "{a}\\text{{cm}}"], ["{a1} \\text{{ cm}}", "{a1}"]),
+    # Forms no fast path settles, so the bench also times the cache, the pool and math-verify itself.
+    (0.04, "\\frac{{\\sqrt{{{s}}}}}{{{q}}}", ["\\frac{{\\sqrt{{{s}}}}}{{{q}}}", "\\sqrt{{{s}}}/{q}"], ["\\frac{{\\sqrt{{{s}}}}}{{{a}}}"]),
+    (0.03, "{a}\\pi", ["{a}\\pi", "\\pi {a}", "{a} \\pi"], ["{a1}\\pi", "{a}"]),
+    (0.03, "x = {a}", ["x = {a}", "x={a}", "{a}"], ["x = {a1}", "x = -{a}"]),
 ]
 _FILLER = [
     "Let me set up the problem carefully.",
@@ -98,8 +103,12 @@ def bench_verify(
     workers: Annotated[int, typer.Option(min=0, help="Process-pool size for the verifier.")] = 2,
     batch: Annotated[int, typer.Option(min=1, help="Items per verify() call, like an RL batch.")] = 512,
     seed: int = 0,
+    sandbox_runs: Annotated[
+        int, typer.Option(min=0, help="Runs per sandbox backend for the overhead table (0: skip it).")
+    ] = 10,
 ) -> None:
-    """Throughput of MathVerifier (fast paths + cache + pool) vs math-verify called directly per item."""
+    """Throughput of MathVerifier (fast paths + cache + pool) vs math-verify called directly per item,
+    and the per-run overhead of the sandboxes the code verifier runs programs in."""
     from rich.console import Console
     from rich.table import Table
 
@@ -154,3 +163,7 @@ def bench_verify(
     console.print(f"verdict agreement: {len(items) - len(disagree)}/{len(items)} items")
     if disagree:
         raise M1Error(f"verdicts differ from math-verify on {len(disagree)} items, e.g. {disagree[:5]}")
+    if sandbox_runs:
+        from flows.bench.sandbox import print_overhead
+
+        print_overhead(console, ["process", "docker"], sandbox_runs)

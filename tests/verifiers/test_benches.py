@@ -10,11 +10,13 @@ from flows.cli import app
 
 @pytest.mark.slow
 def test_bench_verify_tiny():
-    result = CliRunner().invoke(app, ["bench", "verify", "--prompts", "6", "--group", "3", "--workers", "2", "--batch", "8"],
+    result = CliRunner().invoke(app, ["bench", "verify", "--prompts", "6", "--group", "3", "--workers", "2", "--batch", "8",
+                                      "--sandbox-runs", "1"],
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "verdict agreement: 18/18 items" in result.output
     assert "1.00x" in result.output and "MathVerifier (2 workers)" in result.output
+    assert "sandbox overhead per run" in result.output and "process" in result.output
 
 
 @pytest.mark.slow
