@@ -26,7 +26,7 @@ run: $(VENV)/.installed
 services: $(VENV)/.installed
 	bash scripts/sandbox-tools.sh
 	bash scripts/docker-engine.sh
-	bash scripts/ui-tools.sh
+	bash scripts/ui-tools.sh || echo "ui-tools failed: tests/ui's browser test will say why and skip"
 
 test: $(VENV)/.installed services
 	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)
