@@ -76,12 +76,13 @@ def curate(items: pl.DataFrame, config: PipelineConfig) -> tuple[pl.DataFrame, l
     c = config.curate
     results = []
     df = items
+    benchmarks = load_benchmarks(config.data)
     for run in (
-        lambda d: exact_dedup(d),
+        exact_dedup,
         lambda d: minhash_dedup(d, threshold=c.minhash_threshold, num_perm=c.minhash_num_perm,
                                 shingle_size=c.shingle_size),
-        lambda d: decontaminate(d, load_benchmarks(config.data), ngram=c.contamination_ngram),
-        lambda d: extract_answers(d),
+        lambda d: decontaminate(d, benchmarks, ngram=c.contamination_ngram),
+        extract_answers,
     ):
         res = run(df)
         results.append(res)
