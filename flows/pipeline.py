@@ -18,9 +18,8 @@ from prefect.cache_policies import NONE
 
 from flows.atomic import atomic_write_text
 from flows.config import DataConfig, PipelineConfig
-from flows.errors import InputError
 from flows.report import RunReport
-from flows.schema import validate_items
+from flows.schema import require_columns, validate_items
 from flows.store import DatasetStore, StepCount
 
 PLANTED_BY_STEP = {"exact-dedup": "exact", "minhash-dedup": "near", "decontaminate": "leak",
@@ -59,8 +58,7 @@ def preflight(config: PipelineConfig) -> None:
     """Read every input once so bad files fail fast, with one clear line, before the flow writes."""
     load_input(config.data)
     for name, df in load_benchmarks(config.data).items():
-        if "prompt" not in df.columns:
-            raise InputError(f"benchmark {name}: missing column prompt (has: {', '.join(df.columns)})")
+        require_columns(df, ["prompt"], where=f"benchmark {name}")
 
 
 @task(name="ingest")

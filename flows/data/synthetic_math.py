@@ -139,18 +139,19 @@ def _recall(rng: random.Random) -> Problem:
 TEMPLATES: list[Callable[[random.Random], Problem]] = [_shop, _rate, _linear, _share, _area, _recall]
 
 
-def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
+def ngrams(text: str, n: int = 13) -> set[tuple[str, ...]]:
+    """Word n-grams of the lower-cased text (none when it has fewer than n words)."""
     words = re.findall(r"\w+", text.lower())
-    return {tuple(words[i : i + n]) for i in range(max(len(words) - n + 1, 1))}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
+    """Word n-gram shingles; a text shorter than n words is one shingle of all its words."""
+    return ngrams(text, n) or {tuple(re.findall(r"\w+", text.lower()))}
 
 
 def jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
-
-
-def ngrams(text: str, n: int = 13) -> set[tuple[str, ...]]:
-    words = re.findall(r"\w+", text.lower())
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def distinct_problems(n: int, rng: random.Random, avoid: list[str] = ()) -> list[Problem]:
