@@ -42,11 +42,29 @@ def test_train_step_bench_compares_with_transformers():
     assert out.exit_code == 0, out.output
     assert "speed-up vs" in out.output and "m1model" in out.output
     losses = [
-        line.split("│")[2].strip() for line in out.output.splitlines() if "1.00x" in line or "m1model" in line
+        line.split("│")[2].strip()
+        for line in out.output.splitlines()
+        if "│" in line and ("1.00x" in line or "m1model" in line)
     ]
     assert len(set(losses)) == 1  # same weights, same batch: the same loss
+    text = " ".join(out.output.split())  # rich wraps the floor sentence
+    assert "weight GEMMs" in text and "no fp32 implementation can be more than" in text
 
 
 def test_bad_shape_is_an_input_error():
     out = CliRunner().invoke(app, ["bench", "decode", "--shape", "hidden=3"])
     assert isinstance(out.exception, InputError) and "unknown field 'hidden'" in str(out.exception)
+
+
+def test_gemm_floor_records_the_forward_and_backward_products_of_a_step():
+    import torch
+
+    from flows.bench.gemm_floor import gemm_floor, record_gemms
+
+    layer = torch.nn.Linear(16, 24, bias=False)
+    x = torch.randn(10, 16, requires_grad=True)
+    shapes = record_gemms(lambda: layer(x).sum().backward())
+    # y = x W^T; dx = dy W; dW = dy^T x
+    assert shapes == {(10, 16, 24): 1, (10, 24, 16): 1, (24, 10, 16): 1}
+    floor = gemm_floor(shapes + shapes, tries=1)
+    assert floor.calls == 6 and floor.flops == 6 * 2 * 10 * 16 * 24 and floor.seconds > 0
