@@ -6,22 +6,10 @@ attention. The cache is filled with random keys/values/states of the context len
 prefill: a decode step's cost depends on the cache's size, not its contents, and an all-softmax prefill
 of 16K tokens would dominate the run.
 
-Analytic FLOPs per generated token at context n (a multiply-add counts 2; norms, RoPE and the softmax's
-exponentials are O(d) or O(H n) and left out):
-
-    lightning layer   2 d (3 H Dh)  +  2 d (H Dh)  +  2 (H Dh) d      qkv, output gate, out projections
-                      + 5 H Dh^2                                      state decay + k^T v update (3/elt), q S (2/elt)
-    softmax layer     2 d (H + 2 Hkv) Dh  +  2 (H Dh) d               q, k, v, o projections
-                      + 4 H Dh n                                      q K^T and A V over n cached positions
-    every layer       2 d E  +  k * 3 * 2 d I                         router, k SwiGLU experts
-    once              2 d V                                           LM head
-
-with d hidden size, H / Hkv query / KV heads, Dh head dim, E experts, k experts per token, I expert width,
-V vocabulary. Generating L tokens costs the sum over n = 1..L. Only the softmax layers grow with n, so the
-hybrid/full ratio falls towards (softmax layers)/(all layers) = 1/8 as the context grows. The paper's
-claim (under 50% of the FLOPs at 64K generation length, about 25% at 100K) compares M1 with DeepSeek-R1;
-here the baseline is the same model with full attention everywhere, evaluated for the benchmark model and
-for MiniMax-M1's own configuration.
+Analytic FLOPs per generated token (formulas in flows/bench/decode_flops.py) at 64K and 100K: the hybrid
+against the same model with full attention everywhere, for the benchmark model and MiniMax-M1's own
+configuration, and MiniMax-M1 against DeepSeek-R1, the comparison behind the paper's claim (under 50% of
+the FLOPs at 64K generation length, about 25% at 100K).
 """
 
 from __future__ import annotations
@@ -33,44 +21,14 @@ from typing import Annotated
 import typer
 
 from flows.bench import app
-from flows.bench.model_shape import ShapeOption, ThreadsOption, parse_shape
-
-# MiniMax-M1 / Text-01 (456B total, 45.9B active): 80 layers, a softmax layer after every 7 lightning ones.
-MINIMAX_M1 = dict(
-    hidden_size=6144,
-    num_hidden_layers=80,
-    num_attention_heads=64,
-    num_key_value_heads=8,
-    head_dim=128,
-    intermediate_size=9216,
-    num_local_experts=32,
-    num_experts_per_tok=2,
-    vocab_size=200064,
+from flows.bench.decode_flops import (
+    MINIMAX_M1,
+    decode_flops,
+    deepseek_r1_decode_flops,
+    deepseek_r1_generation_flops,
+    generation_flops,
 )
-
-
-def decode_flops(cfg: dict, layer_types: list[str], context: int) -> float:
-    """FLOPs of one generated token at the given context length (formula in the module docstring)."""
-    d, H, Hkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    Dh, E, k, inter, V = (
-        cfg["head_dim"],
-        cfg["num_local_experts"],
-        cfg["num_experts_per_tok"],
-        cfg["intermediate_size"],
-        cfg["vocab_size"],
-    )
-    lightning = 2 * d * 3 * H * Dh + 2 * d * H * Dh + 2 * H * Dh * d + 5 * H * Dh * Dh
-    softmax = 2 * d * (H + 2 * Hkv) * Dh + 2 * H * Dh * d + 4 * H * Dh * context
-    moe = 2 * d * E + k * 3 * 2 * d * inter
-    attn = sum(lightning if t == "linear_attention" else softmax for t in layer_types)
-    return attn + len(layer_types) * moe + 2 * d * V
-
-
-def generation_flops(cfg: dict, layer_types: list[str], length: int) -> float:
-    """FLOPs of generating `length` tokens from an empty context (closed form of the sum over n)."""
-    n_softmax = sum(t == "full_attention" for t in layer_types)
-    growth = 4 * cfg["num_attention_heads"] * cfg["head_dim"] * n_softmax  # FLOPs added per context token
-    return length * decode_flops(cfg, layer_types, 0) + growth * length * (length + 1) / 2
+from flows.bench.model_shape import ShapeOption, ThreadsOption, parse_shape
 
 
 def _random_cache(model, context: int, reserve: int):
@@ -160,7 +118,7 @@ def bench_decode(
         )
     console.print(table)
 
-    flops = Table(title="analytic FLOPs: hybrid / all-softmax (formula in flows/bench/decode.py)")
+    flops = Table(title="analytic FLOPs: hybrid / all-softmax (formulas in flows/bench/decode_flops.py)")
     for col in (
         "model",
         "context",
@@ -180,3 +138,15 @@ def bench_decode(
                 label, f"{n // 1024}K", f"{h / 1e9:.3f}", f"{f / 1e9:.3f}", f"{h / f:.1%}", f"{whole:.1%}"
             )
     console.print(flops)
+
+    paper = Table(
+        title="analytic FLOPs: MiniMax-M1 / DeepSeek-R1 (the paper: < 50% at 64K, about 25% at 100K)"
+    )
+    for col in ("context", "M1 GFLOP/token", "R1 GFLOP/token", "ratio per token", "ratio, whole generation"):
+        paper.add_column(col, justify="right")
+    m1_types = hybrid_layer_types(MINIMAX_M1["num_hidden_layers"])
+    for n in (65_536, 102_400):
+        m1, r1 = decode_flops(MINIMAX_M1, m1_types, n), deepseek_r1_decode_flops(n)
+        whole = generation_flops(MINIMAX_M1, m1_types, n) / deepseek_r1_generation_flops(n)
+        paper.add_row(f"{n // 1024}K", f"{m1 / 1e9:.1f}", f"{r1 / 1e9:.1f}", f"{m1 / r1:.1%}", f"{whole:.1%}")
+    console.print(paper)

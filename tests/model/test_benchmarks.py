@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from flows.bench.decode import MINIMAX_M1, decode_flops, generation_flops
+from flows.bench.decode_flops import (
+    MINIMAX_M1,
+    decode_flops,
+    deepseek_r1_decode_flops,
+    deepseek_r1_generation_flops,
+    generation_flops,
+)
 from flows.cli import app
 from flows.errors import InputError
 from m1model.config import hybrid_layer_types
@@ -18,6 +24,7 @@ def test_decode_bench_prints_times_and_flops_ratios():
     out = CliRunner().invoke(app, ["bench", "decode", "--contexts", "32,64", "--tokens", "2", *TINY])
     assert out.exit_code == 0, out.output
     assert "hybrid / all-softmax" in out.output and "MiniMax-M1" in out.output and "%" in out.output
+    assert "DeepSeek-R1" in out.output
 
 
 def test_decode_flops_follow_the_formula():
@@ -33,6 +40,19 @@ def test_decode_flops_follow_the_formula():
     assert 0.125 < ratio_100k < ratio_64k < 0.5  # falls towards 1/8 as the context grows
     total = generation_flops(MINIMAX_M1, hybrid, 100)
     assert abs(total - sum(decode_flops(MINIMAX_M1, hybrid, n) for n in range(1, 101))) < 1e-6 * total
+
+
+def test_deepseek_r1_flops_match_its_active_parameters_and_the_papers_claim():
+    # At context 0 a token costs twice the active parameters: R1 publishes 37B.
+    assert 2 * 36e9 < deepseek_r1_decode_flops(0) < 2 * 37.5e9
+    grow = deepseek_r1_decode_flops(1001) - deepseek_r1_decode_flops(1000)
+    assert grow == 61 * 2 * 128 * (192 + 128)  # every layer's heads over one more cached position
+    total = deepseek_r1_generation_flops(100)
+    assert abs(total - sum(deepseek_r1_decode_flops(n) for n in range(1, 101))) < 1e-6 * total
+    m1 = hybrid_layer_types(80)
+    ratio_64k = decode_flops(MINIMAX_M1, m1, 65536) / deepseek_r1_decode_flops(65536)
+    ratio_100k = decode_flops(MINIMAX_M1, m1, 102400) / deepseek_r1_decode_flops(102400)
+    assert ratio_64k < 0.5 and 0.2 < ratio_100k < 0.3  # the paper: under 50% at 64K, about 25% at 100K
 
 
 def test_train_step_bench_compares_with_transformers():
