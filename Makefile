@@ -40,6 +40,7 @@ bench: $(VENV)/.installed services
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 clean:
 	rm -rf $(VENV) .m1 .pytest_cache

@@ -30,7 +30,9 @@ app.add_typer(logic.app, name="logic", help="SynLogic-style logic tasks: list, g
 app.add_typer(model.app, name="model", help="The bundled hybrid model: init, export, probes.")
 app.add_typer(train.app, name="train", help="Curriculum stages of CISPO training; rerun one stage alone.")
 app.add_typer(serve.app, name="serve", help="HTTP services: the reward service, the model.")
-app.add_typer(bench_app, name="bench", help="Benchmarks; each prints ratios against a baseline run alongside.")
+app.add_typer(
+    bench_app, name="bench", help="Benchmarks; each prints ratios against a baseline run alongside."
+)
 
 err = Console(stderr=True)
 

@@ -31,7 +31,9 @@ class DataConfig(Section):
     n_benchmark_leaks: int = Field(8, ge=0, description="planted copies of benchmark items")
     n_unparseable: int = Field(6, ge=0, description="planted items whose reference answer cannot be parsed")
     seed: int = 0
-    input_path: str | None = Field(None, description="JSONL/Parquet of RL items to use instead of the generator")
+    input_path: str | None = Field(
+        None, description="JSONL/Parquet of RL items to use instead of the generator"
+    )
     benchmark_paths: list[str] = Field(default_factory=list, description="benchmark files for contamination")
 
 
@@ -47,13 +49,18 @@ class SourceConfig(Section):
 
 
 class CurateConfig(Section):
-    sources: list[SourceConfig] = Field(default_factory=list, description="inputs (default: data.input_path "
-                                        "or the bundled generator); deduplicated across sources, first wins")
+    sources: list[SourceConfig] = Field(
+        default_factory=list,
+        description="inputs (default: data.input_path "
+        "or the bundled generator); deduplicated across sources, first wins",
+    )
     sft_path: str | None = Field(None, description="SFT set: RL items duplicating its items are dropped")
     clean: bool = Field(True, description="drop unusable items, reformulate multiple choice")
     rewrite_endpoint: str | None = Field(None, description="OpenAI-compatible URL (…/v1) for MC rewrites")
     rewrite_model: str = ""
-    minhash_mode: Literal["fast", "compat"] = Field("fast", description="compat: datasketch-identical signatures")
+    minhash_mode: Literal["fast", "compat"] = Field(
+        "fast", description="compat: datasketch-identical signatures"
+    )
     pass_rate: bool = Field(False, description="run pass-rate filtering (needs a policy)")
     policy_endpoint: str | None = Field(None, description="OpenAI-compatible URL (…/v1) of the policy")
     policy_model: str = ""
@@ -87,8 +94,12 @@ class ModelConfig(Section):
     num_experts_per_tok: int = 2
     # M1 puts one softmax layer after every seven lightning layers (8); the 4-layer default uses 4 so that
     # the tiny model is still hybrid: three lightning layers, then one softmax layer.
-    softmax_every: int = Field(4, ge=1, description="one softmax-attention layer after every N-1 lightning layers")
-    vocab_size: int = Field(512, ge=259, description="BPE vocabulary: 256 byte symbols + 3 special tokens at least")
+    softmax_every: int = Field(
+        4, ge=1, description="one softmax-attention layer after every N-1 lightning layers"
+    )
+    vocab_size: int = Field(
+        512, ge=259, description="BPE vocabulary: 256 byte symbols + 3 special tokens at least"
+    )
     fp32_lm_head: bool = Field(True, description="the paper's precision fix: LM head in FP32")
     seed: int = 0
 
@@ -103,27 +114,44 @@ class TrainConfig(Section):
     group_size: int = Field(8, ge=2, description="responses sampled per prompt (G)")
     max_new_tokens: int = Field(12, ge=1)
     temperature: float = Field(1.0, gt=0)
-    eps_is_low: float = Field(1e6, description="CISPO lower IS-weight bound: effectively none, as in the paper")
+    eps_is_low: float = Field(
+        1e6, description="CISPO lower IS-weight bound: effectively none, as in the paper"
+    )
     eps_is_high: float = Field(2.0, description="CISPO upper IS-weight bound")
     eps_low: float = Field(0.2, description="GRPO/DAPO clip range")
     eps_high: float = Field(0.28, description="DAPO clip-higher")
     updates_per_batch: int = Field(2, ge=1, description="off-policy updates per generated batch")
     dynamic_sampling: bool = True
-    max_sampling_rounds: int = Field(3, ge=1, description="dynamic sampling: generation rounds to refill a batch")
-    unified_mask: bool = Field(False, description="CISPO with the PPO trust-region token mask (paper Eq. 6-7)")
-    normalize_std: bool = Field(True, description="divide group-relative advantages by the group's reward std")
-    overlong_cache: int = Field(0, ge=0, description="DAPO soft overlong penalty over the window's last N tokens")
+    max_sampling_rounds: int = Field(
+        3, ge=1, description="dynamic sampling: generation rounds to refill a batch"
+    )
+    unified_mask: bool = Field(
+        False, description="CISPO with the PPO trust-region token mask (paper Eq. 6-7)"
+    )
+    normalize_std: bool = Field(
+        True, description="divide group-relative advantages by the group's reward std"
+    )
+    overlong_cache: int = Field(
+        0, ge=0, description="DAPO soft overlong penalty over the window's last N tokens"
+    )
     grad_clip: float = 1.0
     batch_size: int = 16
     seed: int = 0
-    curriculum: str = Field("tiny", description="bundled curriculum name (tiny, m1) or path to a curriculum TOML")
+    curriculum: str = Field(
+        "tiny", description="bundled curriculum name (tiny, m1) or path to a curriculum TOML"
+    )
     init_from: str | None = Field(
-        None, description="HF checkpoint folder for the first stage; default: a fresh model with an SFT warm start"
+        None,
+        description="HF checkpoint folder for the first stage; default: a fresh model with an SFT warm start",
     )
     torch_threads: int = Field(
-        1, ge=0, description="intra-op CPU threads for training; 1 is fastest for tiny models, 0: torch's default"
+        1,
+        ge=0,
+        description="intra-op CPU threads for training; 1 is fastest for tiny models, 0: torch's default",
     )
-    checkpoint_every: int = Field(1, ge=0, description="save a resumable checkpoint every N RL steps (0: stage end)")
+    checkpoint_every: int = Field(
+        1, ge=0, description="save a resumable checkpoint every N RL steps (0: stage end)"
+    )
 
 
 class EvalConfig(Section):

@@ -29,24 +29,33 @@ def deployments(config: PipelineConfig, cron: str | None = None) -> list:
     first_stage = load_curriculum(config.train.curriculum).stages[0].name
     return [
         pipeline.to_deployment(
-            name="m1-run", parameters=params, cron=cron, tags=["m1", "pipeline"],
+            name="m1-run",
+            parameters=params,
+            cron=cron,
+            tags=["m1", "pipeline"],
             description="The whole pipeline: curate -> model -> SFT -> CISPO -> eval -> report.",
         ),
         curate_flow.to_deployment(
-            name="m1-curate", parameters=params, tags=["m1", "data"],
+            name="m1-curate",
+            parameters=params,
+            tags=["m1", "data"],
             description="Data curation into the dataset store: clean, dedup, decontaminate, answers, pass rate.",
         ),
         train_stage.to_deployment(
-            name="m1-train-stage", parameters=params | {"stage": first_stage, "restart": False},
+            name="m1-train-stage",
+            parameters=params | {"stage": first_stage, "restart": False},
             tags=["m1", "train"],
             description="Rerun one curriculum stage from the previous stage's final model (resumes by default).",
         ),
         train_curriculum.to_deployment(
-            name="m1-train-curriculum", parameters=params, tags=["m1", "train"],
+            name="m1-train-curriculum",
+            parameters=params,
+            tags=["m1", "train"],
             description="Every curriculum stage in order.",
         ),
         logic_calibration.to_deployment(
-            name="m1-logic-calibration", tags=["m1", "logic"],
+            name="m1-logic-calibration",
+            tags=["m1", "logic"],
             description="pass@k per logic task and difficulty for a policy; stores each task's training band.",
         ),
     ]
@@ -64,9 +73,14 @@ def start_server(host: str, port: int) -> None:
     ui_api = _ui_api_url(host, port)
     if ui_api:
         env["PREFECT_UI_API_URL"] = ui_api
-    print(f"Prefect UI on http://{host}:{port}  (point runs at it: export PREFECT_API_URL=http://{host}:{port}/api)")
-    os.execve(sys.executable, [sys.executable, "-m", "prefect", "server", "start", "--host", host,
-                               "--port", str(port)], env)
+    print(
+        f"Prefect UI on http://{host}:{port}  (point runs at it: export PREFECT_API_URL=http://{host}:{port}/api)"
+    )
+    os.execve(
+        sys.executable,
+        [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)],
+        env,
+    )
 
 
 def _ui_api_url(host: str, port: int) -> str | None:

@@ -56,7 +56,9 @@ class PolicySpec(BaseModel):
 
 class CalibrationParams(BaseModel):
     tasks: list[str] | None = Field(None, description="task names; None = every registered task")
-    difficulties: list[int] | None = Field(None, description="levels to probe; None = every level of the task")
+    difficulties: list[int] | None = Field(
+        None, description="levels to probe; None = every level of the task"
+    )
     k: int = Field(4, ge=1, description="samples per instance")
     instances: int = Field(4, ge=1, description="instances per task and difficulty")
     seed: int = 0
@@ -106,15 +108,19 @@ def summarise(rewards: dict[tuple[str, int], list[list[float]]], k: int) -> list
     for (task, difficulty), per_instance in sorted(rewards.items()):
         samples = [r for inst in per_instance for r in inst]
         correct = [sum(r >= 1.0 for r in inst) for inst in per_instance]
-        rows.append({
-            "task": task,
-            "difficulty": difficulty,
-            "instances": len(per_instance),
-            "samples": len(samples),
-            "pass_rate": sum(samples) / len(samples) if samples else 0.0,
-            "pass_at_k": sum(pass_at_k(len(inst), c, k) for inst, c in zip(per_instance, correct, strict=True))
-            / len(per_instance),
-        })
+        rows.append(
+            {
+                "task": task,
+                "difficulty": difficulty,
+                "instances": len(per_instance),
+                "samples": len(samples),
+                "pass_rate": sum(samples) / len(samples) if samples else 0.0,
+                "pass_at_k": sum(
+                    pass_at_k(len(inst), c, k) for inst, c in zip(per_instance, correct, strict=True)
+                )
+                / len(per_instance),
+            }
+        )
     return rows
 
 
@@ -134,7 +140,9 @@ def markdown_report(rows: list[dict[str, Any]], bands: dict[str, Band], k: int, 
     for task, band in bands.items():
         band_text = f"{band.low}..{band.high}" if band.low is not None else "-"
         cells = [
-            f"{rate[task, d]['pass_rate']:.2f} / {rate[task, d]['pass_at_k']:.2f}" if (task, d) in rate else ""
+            f"{rate[task, d]['pass_rate']:.2f} / {rate[task, d]['pass_at_k']:.2f}"
+            if (task, d) in rate
+            else ""
             for d in levels
         ]
         lines.append(f"| {task} | {band_text} | " + " | ".join(cells) + " |")
@@ -230,7 +238,9 @@ def checkpoint_sampler(spec: PolicySpec) -> Sampler:
         ids = [tokenizer(p)["input_ids"] or [tokenizer.eos_token_id or 0] for p in prompts]
         vocab = model.config.vocab_size
         ids = [[t if t < vocab else 0 for t in p] for p in ids]
-        params = SamplingParams(temperature=spec.temperature, max_tokens=spec.max_tokens, stop_token_ids=stop, seed=0)
+        params = SamplingParams(
+            temperature=spec.temperature, max_tokens=spec.max_tokens, stop_token_ids=stop, seed=0
+        )
         done = engine.generate([p for p in ids for _ in range(k)], params)
         texts = [tokenizer.decode(c.token_ids, skip_special_tokens=True) for c in done]
         return [texts[i * k : (i + 1) * k] for i in range(len(prompts))]
@@ -245,7 +255,9 @@ def make_sampler(spec: PolicySpec) -> Sampler:
 # -- the calibration itself --------------------------------------------------------------------------
 
 
-def calibrate(sampler: Sampler, params: CalibrationParams, progress: Callable[[int, int], None] | None = None):
+def calibrate(
+    sampler: Sampler, params: CalibrationParams, progress: Callable[[int, int], None] | None = None
+):
     """Generate, sample, verify: returns (rows, bands). Pure apart from calling the sampler."""
     from verifiers.logic import TASKS, get_task
 
@@ -254,7 +266,11 @@ def calibrate(sampler: Sampler, params: CalibrationParams, progress: Callable[[i
     for done, name in enumerate(names):
         task = get_task(name)
         levels = [d for d in (params.difficulties or task.difficulties) if d in task.levels]
-        instances = [(d, task.generate(d, params.seed * 1_000_000 + i)) for d in levels for i in range(params.instances)]
+        instances = [
+            (d, task.generate(d, params.seed * 1_000_000 + i))
+            for d in levels
+            for i in range(params.instances)
+        ]
         responses = sampler([inst.prompt for _, inst in instances], params.k)
         for (d, inst), samples in zip(instances, responses, strict=True):
             scores = [task.verify(inst.puzzle, text)[0] for text in samples]
@@ -265,8 +281,13 @@ def calibrate(sampler: Sampler, params: CalibrationParams, progress: Callable[[i
     return rows, bands_from_rows(rows)
 
 
-def save(rows: list[dict[str, Any]], bands: dict[str, Band], params: CalibrationParams, policy: PolicySpec,
-         home: Path | None = None) -> dict[str, Any]:
+def save(
+    rows: list[dict[str, Any]],
+    bands: dict[str, Band],
+    params: CalibrationParams,
+    policy: PolicySpec,
+    home: Path | None = None,
+) -> dict[str, Any]:
     """Write the bands JSON, the per-cell table (dataset store) and the heat map; return their paths."""
     import polars as pl
 
@@ -279,12 +300,22 @@ def save(rows: list[dict[str, Any]], bands: dict[str, Band], params: Calibration
     }
     atomic_write_text(bands_path, json.dumps(record, indent=2, sort_keys=True))
     manifest = DatasetStore(home).write(
-        "logic_calibration", pl.DataFrame(rows), params={"k": params.k, "instances": params.instances,
-                                                          "seed": params.seed, "policy": record["policy"]}
+        "logic_calibration",
+        pl.DataFrame(rows),
+        params={
+            "k": params.k,
+            "instances": params.instances,
+            "seed": params.seed,
+            "policy": record["policy"],
+        },
     )
     heatmap = heatmap_png(rows, root / "calibration_heatmap.png")
-    return {"bands": record["bands"], "bands_path": str(bands_path), "heatmap_path": str(heatmap),
-            "dataset": manifest.ref}
+    return {
+        "bands": record["bands"],
+        "bands_path": str(bands_path),
+        "heatmap_path": str(heatmap),
+        "dataset": manifest.ref,
+    }
 
 
 def load_bands(home: Path | None = None) -> dict[str, Band]:
@@ -299,7 +330,9 @@ def load_bands(home: Path | None = None) -> dict[str, Band]:
 
 
 @prefect_task(cache_policy=NO_CACHE)  # sampling is random by design: a rerun measures the policy afresh
-def sample_and_score(policy: PolicySpec, params: CalibrationParams) -> tuple[list[dict[str, Any]], dict[str, Band]]:
+def sample_and_score(
+    policy: PolicySpec, params: CalibrationParams
+) -> tuple[list[dict[str, Any]], dict[str, Band]]:
     sampler = make_sampler(policy)
     artifact = create_progress_artifact(0.0, description="logic calibration: tasks done")
     return calibrate(sampler, params, lambda done, of: update_progress_artifact(artifact, 100.0 * done / of))
@@ -310,7 +343,9 @@ def logic_calibration(policy: PolicySpec, params: CalibrationParams) -> dict[str
     """Estimate pass@k per logic task and difficulty for a policy; store each task's training band."""
     rows, bands = sample_and_score(policy, params)
     result = save(rows, bands, params, policy)
-    create_table_artifact(rows, key="logic-calibration-rates", description="pass rate and pass@k per task/level")
+    create_table_artifact(
+        rows, key="logic-calibration-rates", description="pass rate and pass@k per task/level"
+    )
     create_markdown_artifact(
         markdown_report(rows, bands, params.k, Path(result["heatmap_path"])),
         key="logic-calibration",

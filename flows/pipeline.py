@@ -22,8 +22,12 @@ from flows.report import RunReport
 from flows.schema import require_columns, validate_items
 from flows.store import DatasetStore, StepCount
 
-PLANTED_BY_STEP = {"exact-dedup": "exact", "minhash-dedup": "near", "decontaminate": "leak",
-                   "answer-check": "unparseable"}
+PLANTED_BY_STEP = {
+    "exact-dedup": "exact",
+    "minhash-dedup": "near",
+    "decontaminate": "leak",
+    "answer-check": "unparseable",
+}
 
 
 def load_input(cfg: DataConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -35,8 +39,14 @@ def load_input(cfg: DataConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
     if cfg.input_path is None:
         from flows.data.synthetic_math import generate
 
-        df = generate(cfg.n_problems, cfg.n_exact_duplicates, cfg.n_near_duplicates,
-                      cfg.n_benchmark_leaks, cfg.n_unparseable, seed=cfg.seed)
+        df = generate(
+            cfg.n_problems,
+            cfg.n_exact_duplicates,
+            cfg.n_near_duplicates,
+            cfg.n_benchmark_leaks,
+            cfg.n_unparseable,
+            seed=cfg.seed,
+        )
         return validate_items(df, where="synthetic-math")
     from flows.curate.ingest import read_table
 
@@ -77,8 +87,9 @@ def curate(items: pl.DataFrame, config: PipelineConfig) -> tuple[pl.DataFrame, l
     benchmarks = load_benchmarks(config.data)
     for run in (
         exact_dedup,
-        lambda d: minhash_dedup(d, threshold=c.minhash_threshold, num_perm=c.minhash_num_perm,
-                                shingle_size=c.shingle_size),
+        lambda d: minhash_dedup(
+            d, threshold=c.minhash_threshold, num_perm=c.minhash_num_perm, shingle_size=c.shingle_size
+        ),
         lambda d: decontaminate(d, benchmarks, ngram=c.contamination_ngram),
         extract_answers,
     ):
@@ -86,8 +97,10 @@ def curate(items: pl.DataFrame, config: PipelineConfig) -> tuple[pl.DataFrame, l
         results.append(res)
         df = res.kept
     removed = pl.concat(
-        [r.removed.select(*items.columns, "reason").with_columns(pl.lit(r.count.step).alias("step"))
-         for r in results],
+        [
+            r.removed.select(*items.columns, "reason").with_columns(pl.lit(r.count.step).alias("step"))
+            for r in results
+        ],
         how="vertical_relaxed",
     )
     return df, [r.count for r in results], removed
@@ -125,7 +138,10 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
         [quarantined.with_columns(pl.lit("ingest").alias("step")), removed], how="vertical_relaxed"
     )
     manifest = store.write(
-        f"{config.name}-curated", curated, steps=steps, quarantine=rejected,
+        f"{config.name}-curated",
+        curated,
+        steps=steps,
+        quarantine=rejected,
         params=config.data.model_dump() | config.curate.model_dump(),
     )
     report.datasets.append(manifest.ref)
@@ -155,7 +171,9 @@ def build_model_and_tokenizer(config: PipelineConfig, train_items: pl.DataFrame)
     from m1model import train_tokenizer
 
     rows = train_items.to_dicts()
-    tokenizer = train_tokenizer([prompt_text(r) + answer_text(r) for r in rows], vocab_size=config.model.vocab_size)
+    tokenizer = train_tokenizer(
+        [prompt_text(r) + answer_text(r) for r in rows], vocab_size=config.model.vocab_size
+    )
     return build_model(config.model, tokenizer), tokenizer
 
 
@@ -183,8 +201,14 @@ def train(model, tokenizer, train_items: pl.DataFrame, config: PipelineConfig):
         done += 1
         update_progress_artifact(artifact, progress=100.0 * done / total)
         if phase == "rl":
-            logger.info("%s step %d/%d: reward %.3f, loss %s", tc.algorithm, int(m["step"]), tc.rl_steps,
-                        m["reward_mean"], f"{m['loss']:.4f}" if "loss" in m else "skipped (no signal)")
+            logger.info(
+                "%s step %d/%d: reward %.3f, loss %s",
+                tc.algorithm,
+                int(m["step"]),
+                tc.rl_steps,
+                m["reward_mean"],
+                f"{m['loss']:.4f}" if "loss" in m else "skipped (no signal)",
+            )
         elif done % 25 == 0 or done == tc.sft_steps:
             logger.info("sft step %d/%d: loss %.4f", done, tc.sft_steps, m["loss"])
 

@@ -49,9 +49,7 @@ def validate_items(df: pl.DataFrame, *, where: str = "items") -> tuple[pl.DataFr
     Duplicate ids keep their first occurrence.
     """
     require_columns(df, ITEM_COLUMNS, where=where)
-    df = df.with_columns(
-        [pl.col(name).cast(dtype, strict=False) for name, dtype in ITEM_COLUMNS.items()]
-    )
+    df = df.with_columns([pl.col(name).cast(dtype, strict=False) for name, dtype in ITEM_COLUMNS.items()])
     metadata_ok = df["metadata"].map_elements(_is_json_object, return_dtype=pl.Boolean, skip_nulls=False)
     reason = (
         pl.when(pl.col("id").is_null() | (pl.col("id").str.strip_chars() == ""))

@@ -43,11 +43,17 @@ def code_version() -> str:
     try:
         sha = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=True,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5, check=True,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
         ).stdout.strip()
         return f"{ver}+g{sha}{'.dirty' if dirty else ''}"
     except (OSError, subprocess.SubprocessError):
@@ -87,7 +93,9 @@ class Manifest:
     @classmethod
     def from_json(cls, text: str) -> Manifest:
         d = json.loads(text)
-        steps = [StepCount(s["step"], s["rows_in"], s["rows_out"], s.get("reason", "")) for s in d.pop("steps")]
+        steps = [
+            StepCount(s["step"], s["rows_in"], s["rows_out"], s.get("reason", "")) for s in d.pop("steps")
+        ]
         return cls(**d, steps=steps)
 
     @property

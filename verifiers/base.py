@@ -74,7 +74,9 @@ def verify_safely(verifier: Verifier, items: Sequence[Mapping[str, Any]]) -> lis
     try:
         rewards = verifier.verify(items)
         if len(rewards) != len(items):
-            raise RuntimeError(f"verifier {verifier.name} returned {len(rewards)} rewards for {len(items)} items")
+            raise RuntimeError(
+                f"verifier {verifier.name} returned {len(rewards)} rewards for {len(items)} items"
+            )
     except Exception:  # noqa: BLE001 - isolate the bad item below
         if len(items) == 1:
             return [_one_safely(verifier, items[0])]
@@ -193,9 +195,12 @@ def _plugins_in_module(module) -> Iterable[tuple[str, Callable[..., Verifier]]]:
         yield from declared.items()
         return
     for obj in vars(module).values():
-        if isinstance(obj, type) and obj.__module__ == module.__name__ and isinstance(
-            getattr(obj, "name", None), str
-        ) and callable(getattr(obj, "verify", None)):
+        if (
+            isinstance(obj, type)
+            and obj.__module__ == module.__name__
+            and isinstance(getattr(obj, "name", None), str)
+            and callable(getattr(obj, "verify", None))
+        ):
             yield obj.name, obj
 
 

@@ -30,14 +30,25 @@ from verifiers.format import final_section, think_ok
 Verdict = Literal["AC", "WA", "TLE", "MLE", "RE", "OLE", "CE"]
 
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
-_LANG_TAGS = {"python": "python", "py": "python", "python3": "python", "cpp": "cpp", "c++": "cpp", "cc": "cpp"}
+_LANG_TAGS = {
+    "python": "python",
+    "py": "python",
+    "python3": "python",
+    "cpp": "cpp",
+    "c++": "cpp",
+    "cc": "cpp",
+}
 _STATUS_VERDICT: dict[str, Verdict] = {
-    "timeout": "TLE", "memory": "MLE", "runtime_error": "RE", "killed": "RE", "output_limit": "OLE",
+    "timeout": "TLE",
+    "memory": "MLE",
+    "runtime_error": "RE",
+    "killed": "RE",
+    "output_limit": "OLE",
     "compile_error": "CE",
 }
 _RESULT_MARK = "\x1e__m1_result__"
 # Function-call harness: the candidate's code is solution.py; the arguments come on stdin as JSON.
-_HARNESS = f'''import json, sys
+_HARNESS = f"""import json, sys
 import solution
 spec = json.loads(sys.stdin.read())
 target = getattr(solution, spec["fn_name"], None)
@@ -47,7 +58,7 @@ if target is None:
     raise SystemExit("no function named " + spec["fn_name"])
 result = target(*spec["args"], **spec["kwargs"])
 sys.stdout.write("\\n{_RESULT_MARK}" + json.dumps(result) + "\\n")
-'''
+"""
 _EXCERPT = 200
 
 
@@ -102,7 +113,9 @@ def values_match(got: Any, want: Any, tolerance: float = 1e-6) -> bool:
     if isinstance(want, int | float) and isinstance(got, int | float):
         return _close(repr(float(got)), repr(float(want)), tolerance)
     if isinstance(want, list | tuple) and isinstance(got, list | tuple):
-        return len(got) == len(want) and all(values_match(g, w, tolerance) for g, w in zip(got, want, strict=True))
+        return len(got) == len(want) and all(
+            values_match(g, w, tolerance) for g, w in zip(got, want, strict=True)
+        )
     if isinstance(want, dict) and isinstance(got, dict):
         return got.keys() == want.keys() and all(values_match(got[k], want[k], tolerance) for k in want)
     return got == want
@@ -138,7 +151,9 @@ class CodeVerifier:
         require_think: bool = False,
     ) -> None:
         if time_limit_s <= 0 or memory_mb <= 0 or workers < 1 or max_tests < 1 or format_weight < 0:
-            raise ValueError("time_limit_s, memory_mb, workers and max_tests must be positive, format_weight >= 0")
+            raise ValueError(
+                "time_limit_s, memory_mb, workers and max_tests must be positive, format_weight >= 0"
+            )
         self.partial_credit = partial_credit
         self.backend = backend
         self.time_limit_s = time_limit_s
@@ -172,7 +187,9 @@ class CodeVerifier:
         ok, why = think_ok(response, require_think=self.require_think)
         if not ok:
             return ok, why
-        tags = {_LANG_TAGS.get(tag.lower(), tag.lower()) for tag, _ in _FENCE.findall(final_section(response))}
+        tags = {
+            _LANG_TAGS.get(tag.lower(), tag.lower()) for tag, _ in _FENCE.findall(final_section(response))
+        }
         if language not in tags and "" not in tags:
             return False, f"no ```{language} code block after the reasoning"
         return True, "ok"
@@ -180,7 +197,11 @@ class CodeVerifier:
     def _limits(self, item: Mapping[str, Any]) -> Limits:
         time_limit = float(item.get("time_limit_s") or self.time_limit_s)
         # wall > cpu: a program blocked on nothing still ends; sleeping past it is a TLE too
-        return Limits(cpu_s=time_limit, wall_s=time_limit * 2 + 1, memory_mb=int(item.get("memory_mb") or self.memory_mb))
+        return Limits(
+            cpu_s=time_limit,
+            wall_s=time_limit * 2 + 1,
+            memory_mb=int(item.get("memory_mb") or self.memory_mb),
+        )
 
     def _judge(self, item: Mapping[str, Any]) -> Reward:
         response = item.get("response")
@@ -218,11 +239,17 @@ class CodeVerifier:
             if not program.built:
                 assert program.compile_result is not None
                 if program.compile_result.status == "sandbox_error":
-                    raise ItemError(f"sandbox failed to build the program: {program.compile_result.describe()}")
+                    raise ItemError(
+                        f"sandbox failed to build the program: {program.compile_result.describe()}"
+                    )
                 return self._all_failed("CE", len(tests), details, _excerpt(program.compile_result.stderr))
             for index, test in enumerate(tests):
                 if style == "function":
-                    spec = {"fn_name": str(fn_name), "args": test.get("args", []), "kwargs": test.get("kwargs", {})}
+                    spec = {
+                        "fn_name": str(fn_name),
+                        "args": test.get("args", []),
+                        "kwargs": test.get("kwargs", {}),
+                    }
                     run = program.run(stdin=json.dumps(spec).encode(), limits=limits)
                     verdict = self._function_verdict(run, test)
                 else:
@@ -274,14 +301,22 @@ class CodeVerifier:
         want = test.get("expected", test.get("output"))
         if values_match(got, want, self.tolerance):
             return {"verdict": "AC", **timing}
-        return {"verdict": "WA", **timing, "expected": _excerpt(json.dumps(want)), "got": _excerpt(json.dumps(got))}
+        return {
+            "verdict": "WA",
+            **timing,
+            "expected": _excerpt(json.dumps(want)),
+            "got": _excerpt(json.dumps(got)),
+        }
 
     def _all_failed(self, verdict: Verdict, total: int, details: dict[str, Any], message: str) -> Reward:
-        return Reward(0.0, {**details, "verdict": verdict, "passed": 0, "total": total, "compile_output": message})
+        return Reward(
+            0.0, {**details, "verdict": verdict, "passed": 0, "total": total, "compile_output": message}
+        )
 
     def _reward(self, results: list[dict[str, Any]], total: int, details: dict[str, Any]) -> Reward:
         passed = sum(r["verdict"] == "AC" for r in results)
         first_failure = next((r["verdict"] for r in results if r["verdict"] != "AC"), "AC")
         reward = passed / total if self.partial_credit else float(passed == total)
-        return Reward(reward, {**details, "verdict": first_failure, "passed": passed, "total": total, "tests": results})
-
+        return Reward(
+            reward, {**details, "verdict": first_failure, "passed": passed, "total": total, "tests": results}
+        )

@@ -43,7 +43,9 @@ def _bounded(value: int, spec: Mapping[str, Any], unit: str) -> tuple[bool, str]
     if low is None and high is None:
         raise ConstraintSpecError("needs `min` and/or `max`")
     ok = (low is None or value >= int(low)) and (high is None or value <= int(high))
-    bounds = " and ".join(s for s in (f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "") if s)
+    bounds = " and ".join(
+        s for s in (f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "") if s
+    )
     return ok, f"{value} {unit} (required {bounds})"
 
 

@@ -99,7 +99,9 @@ def _from_phrase(text: str) -> str | None:
     # then at the first prose word after the answer ("12 apples" -> "12")
     raw = re.split(r"(?<!\d)\.(?!\d)|\.\s", raw, maxsplit=1)[0]
     tokens = raw.split()
-    prose = next((i for i, tok in enumerate(tokens) if i > 0 and re.fullmatch(r"[A-Za-z]{3,}[,;:]?", tok)), None)
+    prose = next(
+        (i for i, tok in enumerate(tokens) if i > 0 and re.fullmatch(r"[A-Za-z]{3,}[,;:]?", tok)), None
+    )
     if prose is not None:
         raw = " ".join(tokens[:prose])
     return _strip_delimiters(raw) or None

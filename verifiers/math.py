@@ -39,7 +39,9 @@ Verdict = tuple[bool, str | None]  # (equivalent, error such as a timeout)
 
 # Layout-only LaTeX: sizing commands, thin spaces, and spaces that do not separate two word characters
 # ("x + 1" == "x+1", but "1 2" and "a b" keep theirs).
-_LAYOUT = re.compile(r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\[,;:!](?![a-zA-Z])|\\displaystyle|(?<!\w)\s+|\s+(?!\w)")
+_LAYOUT = re.compile(
+    r"\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|\\[,;:!](?![a-zA-Z])|\\displaystyle|(?<!\w)\s+|\s+(?!\w)"
+)
 _INT = r"(?:0|[1-9]\d*)"
 _PLAIN_NUMBER = re.compile(rf"-?{_INT}(?:\.\d+)?")
 _FRACTION = re.compile(rf"(-?)(?:\\[dt]?frac\{{({_INT})\}}\{{({_INT})\}}|({_INT})/({_INT}))")
@@ -257,7 +259,11 @@ class MathVerifier:
         except BrokenProcessPool:  # a worker died (killed from outside): start afresh next batch
             self.close()
             return _slow_chunk(pairs, self.timeout_s)
-        verdicts = {pair: v for chunk, result in zip(chunks, results, strict=True) for pair, v in zip(chunk, result, strict=True)}
+        verdicts = {
+            pair: v
+            for chunk, result in zip(chunks, results, strict=True)
+            for pair, v in zip(chunk, result, strict=True)
+        }
         return [verdicts[pair] for pair in pairs]
 
     def _executor(self) -> Executor:
@@ -276,4 +282,3 @@ class MathVerifier:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -73,7 +73,10 @@ class ScoringPool:
 
     def _new_pool(self) -> ProcessPool:
         return ProcessPool(
-            max_workers=self.workers, initializer=_init_worker, initargs=(self.plugin_dirs,), context=self._context
+            max_workers=self.workers,
+            initializer=_init_worker,
+            initargs=(self.plugin_dirs,),
+            context=self._context,
         )
 
     def _schedule(self, *args: Any, timeout_s: float) -> Future:
@@ -85,11 +88,15 @@ class ScoringPool:
             self._pool = self._new_pool()
             return self._pool.schedule(score_items, args=args, timeout=timeout_s)
 
-    async def score(self, name: str, options: dict[str, Any], items: Sequence[Any], timeout_s: float) -> list[Reward]:
+    async def score(
+        self, name: str, options: dict[str, Any], items: Sequence[Any], timeout_s: float
+    ) -> list[Reward]:
         key = options_key(options)
         size = max(1, -(-len(items) // self.workers))
         chunks = [list(items[i : i + size]) for i in range(0, len(items), size)]
-        futures = [asyncio.wrap_future(self._schedule(name, key, chunk, timeout_s=timeout_s)) for chunk in chunks]
+        futures = [
+            asyncio.wrap_future(self._schedule(name, key, chunk, timeout_s=timeout_s)) for chunk in chunks
+        ]
         results = await asyncio.gather(*futures, return_exceptions=True)
         rewards: list[Reward] = []
         for chunk, result in zip(chunks, results, strict=True):
@@ -103,7 +110,9 @@ class ScoringPool:
 
     async def _one_by_one(self, name: str, key: str, chunk: list[Any], timeout_s: float) -> list[Reward]:
         """A chunk failed: find the item(s) responsible by giving each its own task and timeout."""
-        futures = [asyncio.wrap_future(self._schedule(name, key, [item], timeout_s=timeout_s)) for item in chunk]
+        futures = [
+            asyncio.wrap_future(self._schedule(name, key, [item], timeout_s=timeout_s)) for item in chunk
+        ]
         results = await asyncio.gather(*futures, return_exceptions=True)
         return [Reward(*r[0]) if isinstance(r, list) else _failure(r, timeout_s) for r in results]
 

@@ -57,17 +57,27 @@ class _Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "m1_reward_requests", "HTTP requests to /score by outcome", ["verifier", "status"], registry=self.registry
+            "m1_reward_requests",
+            "HTTP requests to /score by outcome",
+            ["verifier", "status"],
+            registry=self.registry,
         )
         self.items = Counter(
-            "m1_reward_items", "Items scored by outcome (ok, error, timeout)", ["verifier", "outcome"],
+            "m1_reward_items",
+            "Items scored by outcome (ok, error, timeout)",
+            ["verifier", "outcome"],
             registry=self.registry,
         )
         self.latency = Histogram(
-            "m1_reward_request_seconds", "Wall time of /score requests", ["verifier"], registry=self.registry,
+            "m1_reward_request_seconds",
+            "Wall time of /score requests",
+            ["verifier"],
+            registry=self.registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
         )
-        self.inflight = Gauge("m1_reward_items_in_flight", "Items queued or being scored", registry=self.registry)
+        self.inflight = Gauge(
+            "m1_reward_items_in_flight", "Items queued or being scored", registry=self.registry
+        )
 
 
 def _reject(status: int, detail: str, metrics: _Metrics, verifier: str = "-") -> HTTPException:
@@ -127,7 +137,9 @@ def create_app(settings: ServiceSettings | None = None, registry: Registry | Non
             except (TypeError, ValueError) as exc:
                 raise _reject(422, f"options for verifier {name!r}: {exc}", metrics, name) from None
             except Exception as exc:  # noqa: BLE001 - a plugin's constructor bug: refuse, do not crash
-                raise _reject(422, f"verifier {name!r} cannot be created: {type(exc).__name__}: {exc}", metrics, name) from None
+                raise _reject(
+                    422, f"verifier {name!r} cannot be created: {type(exc).__name__}: {exc}", metrics, name
+                ) from None
             close = getattr(verifier, "close", None)
             if callable(close):
                 close()
@@ -147,7 +159,9 @@ def create_app(settings: ServiceSettings | None = None, registry: Registry | Non
         except ValidationError as exc:
             raise _reject(422, f"invalid request: {_first_error(exc)}", metrics) from None
         if len(req.items) > settings.max_items:
-            raise _reject(413, f"{len(req.items)} items exceed the limit of {settings.max_items} per request", metrics)
+            raise _reject(
+                413, f"{len(req.items)} items exceed the limit of {settings.max_items} per request", metrics
+            )
         if len(state) == 0:
             raise _reject(503, "service is starting or stopping", metrics, req.verifier)
         version = validate_verifier(req.verifier, req.options)
@@ -174,7 +188,13 @@ def create_app(settings: ServiceSettings | None = None, registry: Registry | Non
     @app.get("/verifiers")
     def verifiers() -> list[dict[str, Any]]:
         return [
-            {"name": p.name, "version": p.version, "source": p.source, "target": p.target, "load_error": p.load_error}
+            {
+                "name": p.name,
+                "version": p.version,
+                "source": p.source,
+                "target": p.target,
+                "load_error": p.load_error,
+            }
             for p in registry.plugins()
         ]
 

@@ -100,7 +100,9 @@ def request_inputs(
         reply.raise_for_status()
         content = reply.json()["choices"][0]["message"]["content"]
     except httpx.HTTPStatusError as exc:
-        raise EndpointError(f"endpoint answered {exc.response.status_code}: {exc.response.text[:200]}") from None
+        raise EndpointError(
+            f"endpoint answered {exc.response.status_code}: {exc.response.text[:200]}"
+        ) from None
     except httpx.HTTPError as exc:
         raise EndpointError(f"endpoint unreachable: {exc}") from None
     except (KeyError, IndexError, TypeError, ValueError):
@@ -132,7 +134,9 @@ def build_suite(
     reasons: list[list[str]] = []
     for k, solution in enumerate(solutions):
         if solution.language not in LANGUAGES or not sandbox.supports(solution.language):
-            suite.broken_solutions.append({"solution": k, "error": f"language {solution.language!r} unavailable"})
+            suite.broken_solutions.append(
+                {"solution": k, "error": f"language {solution.language!r} unavailable"}
+            )
             continue
         if solution.language == "python":
             try:
@@ -167,7 +171,9 @@ def build_suite(
             suite.tests.append({"input": text, "output": column[0]})  # type: ignore[dict-item]
         else:
             distinct = len({" ".join(out.split()) for out in column if out is not None})
-            suite.rejected.append({"input": text, "reason": f"reference solutions disagree ({distinct} distinct outputs)"})
+            suite.rejected.append(
+                {"input": text, "reason": f"reference solutions disagree ({distinct} distinct outputs)"}
+            )
     return suite
 
 
@@ -186,6 +192,8 @@ def generate_suite(
     """Ask `endpoint` (base URL ending in /v1) for inputs, then keep those the solutions agree on."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     transport = httpx.HTTPTransport(retries=2)  # connection failures only; HTTP errors are reported
-    with httpx.Client(base_url=endpoint.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport) as client:
+    with httpx.Client(
+        base_url=endpoint.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+    ) as client:
         inputs = request_inputs(client, problem, model=model, n_inputs=n_inputs)
     return build_suite(inputs, solutions, backend=backend, limits=limits)

@@ -90,8 +90,13 @@ def exact_pairs(corpus: Corpus, threshold: float, extra: set[tuple[int, int]]) -
 
     order = np.argsort(corpus.family, kind="stable")
     bounds = np.flatnonzero(np.diff(corpus.family[order])) + 1
-    pairs = {(int(min(a, b)), int(max(a, b))) for g in np.split(order, bounds) if len(g) > 1
-             for k, a in enumerate(g) for b in g[k + 1 :]}
+    pairs = {
+        (int(min(a, b)), int(max(a, b)))
+        for g in np.split(order, bounds)
+        if len(g) > 1
+        for k, a in enumerate(g)
+        for b in g[k + 1 :]
+    }
     sim = {}
     for i, j in pairs | extra:
         a, b = s(i), s(j)
@@ -113,8 +118,15 @@ def _ours(texts_path: str, out_path: str, threshold: float, num_perm: int, mode:
     cluster_representatives(len(texts), nd.pairs)
     seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    np.savez(out_path, pairs=nd.pairs, candidates=nd.candidates, seconds=seconds, cpu=cpu, peak_kb=peak,
-             base_kb=rss0)
+    np.savez(
+        out_path,
+        pairs=nd.pairs,
+        candidates=nd.candidates,
+        seconds=seconds,
+        cpu=cpu,
+        peak_kb=peak,
+        base_kb=rss0,
+    )
 
 
 def run_ours(texts: list[str], threshold: float, num_perm: int, mode: str = "fast") -> dict:
@@ -124,15 +136,21 @@ def run_ours(texts: list[str], threshold: float, num_perm: int, mode: str = "fas
         src, out = Path(tmp) / "texts.parquet", Path(tmp) / "out.npz"
         pl.DataFrame({"text": texts}).write_parquet(src)
         proc = multiprocessing.get_context("spawn").Process(
-            target=_ours, args=(str(src), str(out), threshold, num_perm, mode))
+            target=_ours, args=(str(src), str(out), threshold, num_perm, mode)
+        )
         proc.start()
         proc.join()
         if proc.exitcode != 0:
             raise RuntimeError(f"the MinHash worker failed with exit code {proc.exitcode}")
         r = np.load(out)
-        return {"seconds": float(r["seconds"]), "cpu": float(r["cpu"]), "pairs": {tuple(p) for p in r["pairs"].tolist()},
-                "candidates": {tuple(p) for p in r["candidates"].tolist()},
-                "peak_mb": float(r["peak_kb"]) / 1024, "base_mb": float(r["base_kb"]) / 1024}
+        return {
+            "seconds": float(r["seconds"]),
+            "cpu": float(r["cpu"]),
+            "pairs": {tuple(p) for p in r["pairs"].tolist()},
+            "candidates": {tuple(p) for p in r["candidates"].tolist()},
+            "peak_mb": float(r["peak_kb"]) / 1024,
+            "base_mb": float(r["base_kb"]) / 1024,
+        }
 
 
 def run_datasketch(texts: list[str], threshold: float, num_perm: int, bulk: bool) -> dict:
@@ -193,8 +211,10 @@ def embed_rate(texts: list[str]) -> float:
 @app.command("dedup")
 def bench_dedup(
     docs: int = typer.Option(100_000, help="synthetic documents (about 80 words each)"),
-    baseline_docs: int = typer.Option(10_000, help="documents for the datasketch runs (0 = all); "
-                                      "docs/s are extrapolated from this subsample"),
+    baseline_docs: int = typer.Option(
+        10_000,
+        help="documents for the datasketch runs (0 = all); docs/s are extrapolated from this subsample",
+    ),
     threshold: float = typer.Option(0.8, help="Jaccard threshold"),
     num_perm: int = typer.Option(128, help="permutations"),
     embed_docs: int = typer.Option(1000, help="documents to embed for the embedding-dedup rate (0 = skip)"),
@@ -207,9 +227,11 @@ def bench_dedup(
         console = Console(width=max(console.width, 120))
     corpus = make_corpus(docs, seed=seed)
     base = subsample(corpus, baseline_docs) if baseline_docs else corpus
-    console.print(f"{len(corpus.texts):,} documents, {corpus.family.max() + 1:,} families; "
-                  f"datasketch on {len(base.texts):,} documents"
-                  + (" (subsample of whole families; docs/s extrapolated)" if base is not corpus else ""))
+    console.print(
+        f"{len(corpus.texts):,} documents, {corpus.family.max() + 1:,} families; "
+        f"datasketch on {len(base.texts):,} documents"
+        + (" (subsample of whole families; docs/s extrapolated)" if base is not corpus else "")
+    )
 
     with console.status("ours (fast mode)..."):
         ours = run_ours(corpus.texts, threshold, num_perm)
@@ -222,14 +244,34 @@ def bench_dedup(
         truth, _ = exact_pairs(corpus, threshold, ours["pairs"] | ours["candidates"])
         truth_b, _ = exact_pairs(base, threshold, ds_bulk["pairs"] | ds_doc["pairs"])
     sub = "*" if base is not corpus else ""
-    table = Table(title=f"MinHash LSH, {num_perm} permutations, threshold {threshold}, word {SHINGLE}-gram shingles")
-    for col in ("method", "docs", "seconds", "docs/s", "ours × (wall)", "ours × (cpu)", "precision", "recall",
-                "peak MB"):
+    table = Table(
+        title=f"MinHash LSH, {num_perm} permutations, threshold {threshold}, word {SHINGLE}-gram shingles"
+    )
+    for col in (
+        "method",
+        "docs",
+        "seconds",
+        "docs/s",
+        "ours × (wall)",
+        "ours × (cpu)",
+        "precision",
+        "recall",
+        "peak MB",
+    ):
         table.add_column(col, justify="left" if col == "method" else "right")
     n = len(corpus.texts)
     p, r = precision_recall(ours["pairs"], truth)
-    table.add_row("ours", f"{n:,}", f"{ours['seconds']:.2f}", f"{n / ours['seconds']:,.0f}", "1.0", "1.0",
-                  f"{p:.3f}", f"{r:.3f}", f"{ours['peak_mb']:,.0f}")
+    table.add_row(
+        "ours",
+        f"{n:,}",
+        f"{ours['seconds']:.2f}",
+        f"{n / ours['seconds']:,.0f}",
+        "1.0",
+        "1.0",
+        f"{p:.3f}",
+        f"{r:.3f}",
+        f"{ours['peak_mb']:,.0f}",
+    )
     p, r = precision_recall(ours["candidates"], truth)
     table.add_row(" LSH candidates", "", "", "", "", "", f"{p:.3f}", f"{r:.3f}", "")
     ratios = {}
@@ -238,18 +280,35 @@ def bench_dedup(
         wall = (n / ours["seconds"]) / (m / res["seconds"])
         ratios[name] = cpu = (n / ours["cpu"]) / (m / res["cpu"])
         p, r = precision_recall(res["pairs"], truth_b)
-        table.add_row(name + sub, f"{m:,}", f"{res['seconds']:.2f}", f"{m / res['seconds']:,.0f}", f"{wall:.1f}",
-                      f"{cpu:.1f}", f"{p:.3f}", f"{r:.3f}", "")
+        table.add_row(
+            name + sub,
+            f"{m:,}",
+            f"{res['seconds']:.2f}",
+            f"{m / res['seconds']:,.0f}",
+            f"{wall:.1f}",
+            f"{cpu:.1f}",
+            f"{p:.3f}",
+            f"{r:.3f}",
+            "",
+        )
     console.print(table)
     if sub:
         console.print(f"* measured on {len(base.texts):,} documents (whole families); docs/s extrapolated")
-    console.print("ours: LSH candidates verified by exact Jaccard; datasketch: its LSH candidates as returned. "
-                  "cpu: ratio of documents per CPU-second (steadier than wall time on a shared machine)")
-    console.print(f"speed-up (cpu): {ratios['datasketch per-doc']:.1f}x vs per-document (target >= 10x), "
-                  f"{ratios['datasketch bulk']:.1f}x vs bulk (target >= 3x); peak memory "
-                  f"{ours['peak_mb']:,.0f} MB (target < 2048 MB; {ours['base_mb']:,.0f} MB after imports)")
-    console.print(f"pairs with exact Jaccard >= {threshold}: {len(truth):,} (ours found {len(ours['pairs'] & truth):,})")
+    console.print(
+        "ours: LSH candidates verified by exact Jaccard; datasketch: its LSH candidates as returned. "
+        "cpu: ratio of documents per CPU-second (steadier than wall time on a shared machine)"
+    )
+    console.print(
+        f"speed-up (cpu): {ratios['datasketch per-doc']:.1f}x vs per-document (target >= 10x), "
+        f"{ratios['datasketch bulk']:.1f}x vs bulk (target >= 3x); peak memory "
+        f"{ours['peak_mb']:,.0f} MB (target < 2048 MB; {ours['base_mb']:,.0f} MB after imports)"
+    )
+    console.print(
+        f"pairs with exact Jaccard >= {threshold}: {len(truth):,} (ours found {len(ours['pairs'] & truth):,})"
+    )
     if embed_docs:
         with console.status("embedding..."):
             rate = embed_rate(corpus.texts[:embed_docs])
-        console.print(f"embedding dedup: {rate:,.0f} embeddings/s (all-MiniLM-L6-v2 on CPU, {embed_docs:,} docs)")
+        console.print(
+            f"embedding dedup: {rate:,.0f} embeddings/s (all-MiniLM-L6-v2 on CPU, {embed_docs:,} docs)"
+        )

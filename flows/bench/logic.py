@@ -51,5 +51,7 @@ def bench_logic(
         for inst in hard_instances:
             task.verify(inst.puzzle, f"<answer>{inst.answer}</answer>")
         verify = _rate(n, time.perf_counter() - start)
-        table.add_row(name, f"{lo}..{hi}", f"{easy:,.1f}", f"{hard:,.1f}", f"{hard / easy:.3f}x", f"{verify:,.0f}")
+        table.add_row(
+            name, f"{lo}..{hi}", f"{easy:,.1f}", f"{hard:,.1f}", f"{hard / easy:.3f}x", f"{verify:,.0f}"
+        )
     Console().print(table)

@@ -56,20 +56,29 @@ def _constraint_items(rng: random.Random, n: int) -> list[dict[str, Any]]:
     items = []
     for _ in range(n):
         text = " ".join(rng.choice(words) for _ in range(rng.randint(5, 80))) + "."
-        items.append({
-            "response": text if rng.random() < 0.5 else text.upper(),
-            "constraints": [
-                {"type": "word_count", "max": 50},
-                {"type": "keywords", "words": ["fox"]},
-                {"type": "case", "mode": "lower"},
-                {"type": "forbidden_words", "words": ["dog"]},
-            ],
-        })
+        items.append(
+            {
+                "response": text if rng.random() < 0.5 else text.upper(),
+                "constraints": [
+                    {"type": "word_count", "max": 50},
+                    {"type": "keywords", "words": ["fox"]},
+                    {"type": "case", "mode": "lower"},
+                    {"type": "forbidden_words", "words": ["dog"]},
+                ],
+            }
+        )
     return items
 
 
 def make_specs(n: int, malformed: float, rng: random.Random, pools: Pools) -> list[Spec]:
-    bad_kinds = ["broken_json", "unknown_verifier", "oversized", "items_not_list", "too_many_items", "not_utf8"]
+    bad_kinds = [
+        "broken_json",
+        "unknown_verifier",
+        "oversized",
+        "items_not_list",
+        "too_many_items",
+        "not_utf8",
+    ]
     specs = []
     for i in range(n):
         if rng.random() < malformed:
@@ -77,7 +86,9 @@ def make_specs(n: int, malformed: float, rng: random.Random, pools: Pools) -> li
             body = {
                 "broken_json": b'{"verifier": "math", "items": [{"response": ',
                 "unknown_verifier": json.dumps({"verifier": "no-such-verifier", "items": [{}]}).encode(),
-                "oversized": json.dumps({"verifier": "math", "items": [{"response": "x" * int(MAX_BODY_MB * 2**20)}]}).encode(),
+                "oversized": json.dumps(
+                    {"verifier": "math", "items": [{"response": "x" * int(MAX_BODY_MB * 2**20)}]}
+                ).encode(),
                 "items_not_list": json.dumps({"verifier": "math", "items": {"response": "1"}}).encode(),
                 "too_many_items": json.dumps({"verifier": "math", "items": [{}] * (MAX_ITEMS + 1)}).encode(),
                 "not_utf8": b"\xff\xfe\x00garbage",
@@ -103,7 +114,9 @@ async def _drive(base_url: str, specs: list[Spec], clients: int, progress) -> li
             for spec in queue:
                 t0 = time.perf_counter()
                 try:
-                    r = await client.post("/score", content=spec.body, headers={"content-type": "application/json"})
+                    r = await client.post(
+                        "/score", content=spec.body, headers={"content-type": "application/json"}
+                    )
                     status = r.status_code
                     got = len(r.json().get("rewards", [])) if status == 200 else 0
                 except httpx.HTTPError:
@@ -125,9 +138,21 @@ def _start_server(port: int, workers: int) -> subprocess.Popen:
     import httpx
 
     cmd = [
-        sys.executable, "-c", "from flows.cli import main; main()", "serve", "rewards", "--port", str(port),
-        "--workers", str(workers), "--max-body-mb", str(MAX_BODY_MB), "--max-items", str(MAX_ITEMS),
-        "--log-level", "warning",
+        sys.executable,
+        "-c",
+        "from flows.cli import main; main()",
+        "serve",
+        "rewards",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--max-body-mb",
+        str(MAX_BODY_MB),
+        "--max-items",
+        str(MAX_ITEMS),
+        "--log-level",
+        "warning",
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
@@ -139,7 +164,9 @@ def _start_server(port: int, workers: int) -> subprocess.Popen:
             except httpx.HTTPError:
                 time.sleep(0.2)
     proc.kill()
-    raise RuntimeError(f"reward service did not start: {proc.stderr.read().decode()[-1000:] if proc.stderr else ''}")
+    raise RuntimeError(
+        f"reward service did not start: {proc.stderr.read().decode()[-1000:] if proc.stderr else ''}"
+    )
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -167,7 +194,9 @@ def bench_rewards(
     clients: Annotated[int, typer.Option(min=1, help="Concurrent clients.")] = 50,
     malformed: Annotated[float, typer.Option(min=0, max=1, help="Share of malformed requests.")] = 0.05,
     workers: Annotated[int, typer.Option(min=1, help="Scoring processes of the service.")] = 2,
-    baseline_requests: Annotated[int, typer.Option(min=1, help="Requests scored directly for the baseline.")] = 500,
+    baseline_requests: Annotated[
+        int, typer.Option(min=1, help="Requests scored directly for the baseline.")
+    ] = 500,
     seed: int = 0,
 ) -> None:
     """Load-test `m1 serve rewards`: zero 5xx, zero lost items, latency and throughput."""
@@ -186,10 +215,19 @@ def bench_rewards(
     port = _free_port()
     server = _start_server(port, workers)
     try:
-        with Progress("load test", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
+        with Progress(
+            "load test",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
             task = bar.add_task("requests", total=len(specs))
             t0 = time.perf_counter()
-            outcomes = asyncio.run(_drive(f"http://127.0.0.1:{port}", specs, clients, lambda: bar.advance(task)))
+            outcomes = asyncio.run(
+                _drive(f"http://127.0.0.1:{port}", specs, clients, lambda: bar.advance(task))
+            )
             elapsed = time.perf_counter() - t0
     finally:
         server.terminate()
@@ -213,7 +251,10 @@ def bench_rewards(
         ("requests without a response", str(no_answer)),
         ("malformed requests not answered 4xx", str(bad_not_4xx)),
         ("lost items", str(lost)),
-        ("latency p50 / p99 (ms, valid requests)", f"{_percentile(latencies, 0.5):.1f} / {_percentile(latencies, 0.99):.1f}"),
+        (
+            "latency p50 / p99 (ms, valid requests)",
+            f"{_percentile(latencies, 0.5):.1f} / {_percentile(latencies, 0.99):.1f}",
+        ),
         ("throughput (requests/s)", f"{len(outcomes) / elapsed:.0f}"),
         ("items/s through the service", f"{items / elapsed:.0f}"),
         ("items/s calling verifiers directly (baseline)", f"{direct:.0f}"),
@@ -221,7 +262,13 @@ def bench_rewards(
     ]:
         table.add_row(name, value)
     console.print(table)
-    checks = {"zero 5xx": five_xx == 0, "zero lost items": lost == 0 and no_answer == 0, "malformed -> 4xx": bad_not_4xx == 0}
+    checks = {
+        "zero 5xx": five_xx == 0,
+        "zero lost items": lost == 0 and no_answer == 0,
+        "malformed -> 4xx": bad_not_4xx == 0,
+    }
     console.print("checks: " + ", ".join(f"{k} {'PASS' if ok else 'FAIL'}" for k, ok in checks.items()))
     if not all(checks.values()):
-        raise M1Error("reward service load test failed: " + ", ".join(k for k, ok in checks.items() if not ok))
+        raise M1Error(
+            "reward service load test failed: " + ", ".join(k for k, ok in checks.items() if not ok)
+        )

@@ -24,16 +24,41 @@ from flows.bench import app
 # Weights follow RL math sets such as MATH and DAPO-Math-17k, where most answers are integers.
 _FAMILIES: list[tuple[float, str, list[str], list[str]]] = [
     (0.50, "{a}", ["{a}", "{a}.0", "{a}"], ["{a1}", "{a2}", "-{a}"]),
-    (0.12, "\\frac{{{a}}}{{{q}}}", ["\\frac{{{a}}}{{{q}}}", "\\dfrac{{{a}}}{{{q}}}", "{a}/{q}"], ["\\frac{{{q}}}{{{a}}}", "\\frac{{{a1}}}{{{q}}}"]),
+    (
+        0.12,
+        "\\frac{{{a}}}{{{q}}}",
+        ["\\frac{{{a}}}{{{q}}}", "\\dfrac{{{a}}}{{{q}}}", "{a}/{q}"],
+        ["\\frac{{{q}}}{{{a}}}", "\\frac{{{a1}}}{{{q}}}"],
+    ),
     (0.06, "{d}", ["{d}", "{d}0", "{d}"], ["{d1}", "{a}"]),
-    (0.06, "{a}\\sqrt{{{s}}}", ["{a}\\sqrt{{{s}}}", "\\sqrt{{{sq}}}", "{a} \\sqrt{{{s}}}"], ["{a1}\\sqrt{{{s}}}", "{sq}"]),
-    (0.06, "x^2+{b2}x+{bb}", ["(x+{b})^2", "x^2+{b2}x+{bb}", "x^2 + {b2}x + {bb}"], ["(x-{b})^2", "x^2+{bb}"]),
+    (
+        0.06,
+        "{a}\\sqrt{{{s}}}",
+        ["{a}\\sqrt{{{s}}}", "\\sqrt{{{sq}}}", "{a} \\sqrt{{{s}}}"],
+        ["{a1}\\sqrt{{{s}}}", "{sq}"],
+    ),
+    (
+        0.06,
+        "x^2+{b2}x+{bb}",
+        ["(x+{b})^2", "x^2+{b2}x+{bb}", "x^2 + {b2}x + {bb}"],
+        ["(x-{b})^2", "x^2+{bb}"],
+    ),
     (0.05, "[{a}, {a1})", ["[{a},{a1})", "[{a}, {a1})"], ["({a}, {a1})", "[{a}, {a1}]"]),
     (0.05, "\\{{{a}, {b}, {c}\\}}", ["\\{{{c}, {b}, {a}\\}}", "\\{{{a},{b},{c}\\}}"], ["\\{{{a}, {b}\\}}"]),
     (0.05, "{p}\\%", ["{p}\\%", "{p}", "{p}\\%"], ["{p1}\\%", "{p1}"]),
-    (0.05, "{a} \\text{{ cm}}", ["{a}", "{a} \\text{{ cm}}", "{a}\\text{{cm}}"], ["{a1} \\text{{ cm}}", "{a1}"]),
+    (
+        0.05,
+        "{a} \\text{{ cm}}",
+        ["{a}", "{a} \\text{{ cm}}", "{a}\\text{{cm}}"],
+        ["{a1} \\text{{ cm}}", "{a1}"],
+    ),
     # Forms no fast path settles, so the bench also times the cache, the pool and math-verify itself.
-    (0.04, "\\frac{{\\sqrt{{{s}}}}}{{{q}}}", ["\\frac{{\\sqrt{{{s}}}}}{{{q}}}", "\\sqrt{{{s}}}/{q}"], ["\\frac{{\\sqrt{{{s}}}}}{{{a}}}"]),
+    (
+        0.04,
+        "\\frac{{\\sqrt{{{s}}}}}{{{q}}}",
+        ["\\frac{{\\sqrt{{{s}}}}}{{{q}}}", "\\sqrt{{{s}}}/{q}"],
+        ["\\frac{{\\sqrt{{{s}}}}}{{{a}}}"],
+    ),
     (0.03, "{a}\\pi", ["{a}\\pi", "\\pi {a}", "{a} \\pi"], ["{a1}\\pi", "{a}"]),
     (0.03, "x = {a}", ["x = {a}", "x={a}", "{a}"], ["x = {a1}", "x = -{a}"]),
 ]
@@ -54,9 +79,20 @@ def _fill(rng: random.Random) -> dict[str, Any]:
     s = rng.choice([2, 3, 5, 6, 7])
     q = rng.choice([q for q in range(3, 17) if a % q])
     return {
-        "a": a, "a1": a + 1, "a2": 2 * a, "b": b, "c": c, "b2": 2 * b, "bb": b * b, "q": q,
-        "s": s, "sq": a * a * s, "p": rng.randint(1, 99), "p1": rng.randint(100, 199),
-        "d": f"{a}.{rng.randint(1, 9)}{rng.randint(1, 9)}", "d1": f"{a}.{rng.randint(1, 9)}",
+        "a": a,
+        "a1": a + 1,
+        "a2": 2 * a,
+        "b": b,
+        "c": c,
+        "b2": 2 * b,
+        "bb": b * b,
+        "q": q,
+        "s": s,
+        "sq": a * a * s,
+        "p": rng.randint(1, 99),
+        "p1": rng.randint(100, 199),
+        "d": f"{a}.{rng.randint(1, 9)}{rng.randint(1, 9)}",
+        "d1": f"{a}.{rng.randint(1, 9)}",
     }
 
 
@@ -82,11 +118,13 @@ def bench_items(prompts: int, group: int, seed: int = 0) -> list[dict[str, Any]]
             else:
                 tail = "I could not finish this."  # no answer at all
             decoy = f"maybe \\boxed{{{values['a2']}}}? no."
-            items.append({
-                "id": f"p{p}-g{g}",
-                "reference": gold,
-                "response": f"<think>{cot} {decoy} {cot[: len(cot) // 2]}</think>\n{tail}",
-            })
+            items.append(
+                {
+                    "id": f"p{p}-g{g}",
+                    "reference": gold,
+                    "response": f"<think>{cot} {decoy} {cot[: len(cot) // 2]}</think>\n{tail}",
+                }
+            )
     return items
 
 
@@ -141,7 +179,9 @@ def bench_verify(
     base: list[bool] = []
     for item in items:
         extraction = extract_answer(item["response"])
-        base.append(bool(extraction) and math_verify_equal(reference_answer(item["reference"]), extraction.text))
+        base.append(
+            bool(extraction) and math_verify_equal(reference_answer(item["reference"]), extraction.text)
+        )
     t_base, cpu_base = time.perf_counter() - t0, _cpu_s() - cpu0
 
     disagree = [items[i]["id"] for i, (a, b) in enumerate(zip(ours, base, strict=True)) if a != b]
@@ -149,12 +189,22 @@ def bench_verify(
     for col in ("method", "items/s", "wall s", "ratio", "CPU s", "CPU ratio", "correct"):
         table.add_column(col, justify="right")
     table.add_row(
-        "math-verify per item (baseline)", f"{len(items) / t_base:.0f}", f"{t_base:.2f}", "1.00x",
-        f"{cpu_base:.2f}", "1.00x", str(sum(base)),
+        "math-verify per item (baseline)",
+        f"{len(items) / t_base:.0f}",
+        f"{t_base:.2f}",
+        "1.00x",
+        f"{cpu_base:.2f}",
+        "1.00x",
+        str(sum(base)),
     )
     table.add_row(
-        f"MathVerifier ({workers} workers)", f"{len(items) / t_ours:.0f}", f"{t_ours:.2f}", f"{t_base / t_ours:.2f}x",
-        f"{cpu_ours:.2f}", f"{cpu_base / cpu_ours:.2f}x", str(sum(ours)),
+        f"MathVerifier ({workers} workers)",
+        f"{len(items) / t_ours:.0f}",
+        f"{t_ours:.2f}",
+        f"{t_base / t_ours:.2f}x",
+        f"{cpu_ours:.2f}",
+        f"{cpu_base / cpu_ours:.2f}x",
+        str(sum(ours)),
     )
     console.print(table)
     # The wall ratio needs the workers' cores to be free; on a shared machine the CPU ratio is the

@@ -26,7 +26,9 @@ Input = Annotated[Path, typer.Option("--input", "-i", help="JSONL, Parquet or da
 Output = Annotated[Path, typer.Option("--output", "-o", help="Kept rows (.parquet or .jsonl).")]
 TextColumn = Annotated[str, typer.Option("--text-column", help="Column holding the text.")]
 IdColumn = Annotated[str, typer.Option("--id-column", help="Column holding row ids (assigned when absent).")]
-Removed = Annotated[Path | None, typer.Option("--removed", help="Also write the removed rows with a reason column.")]
+Removed = Annotated[
+    Path | None, typer.Option("--removed", help="Also write the removed rows with a reason column.")
+]
 
 
 def read_input(path: Path, id_column: str, need: list[str]) -> pl.DataFrame:
@@ -37,14 +39,23 @@ def read_input(path: Path, id_column: str, need: list[str]) -> pl.DataFrame:
     df = read_table(path, strict=True)
     missing = [c for c in need if c not in df.columns]
     if missing:
-        raise InputError(f"{path}: missing column(s) {', '.join(missing)} (has: {', '.join(df.columns) or 'none'})")
+        raise InputError(
+            f"{path}: missing column(s) {', '.join(missing)} (has: {', '.join(df.columns) or 'none'})"
+        )
     if id_column not in df.columns:
-        df = df.with_columns(pl.format(f"{path.stem}-{{}}", pl.int_range(pl.len()).cast(pl.String).str.zfill(6))
-                             .alias(id_column))
-        console.print(f"{path}: no {id_column!r} column: assigned ids to {df.height} rows ({path.stem}-000000...)")
+        df = df.with_columns(
+            pl.format(f"{path.stem}-{{}}", pl.int_range(pl.len()).cast(pl.String).str.zfill(6)).alias(
+                id_column
+            )
+        )
+        console.print(
+            f"{path}: no {id_column!r} column: assigned ids to {df.height} rows ({path.stem}-000000...)"
+        )
     elif (blank := df[id_column].cast(pl.String).fill_null("").str.strip_chars().eq("")).any():
         ids = pl.format(f"{path.stem}-{{}}", pl.int_range(pl.len()).cast(pl.String).str.zfill(6))
-        df = df.with_columns(pl.when(blank).then(ids).otherwise(pl.col(id_column).cast(pl.String)).alias(id_column))
+        df = df.with_columns(
+            pl.when(blank).then(ids).otherwise(pl.col(id_column).cast(pl.String)).alias(id_column)
+        )
         console.print(f"{path}: assigned ids to {int(blank.sum())} rows with an empty {id_column!r}")
     return df
 
@@ -67,16 +78,19 @@ def finish(res: StepResult, output: Path, removed: Path | None, **evidence: Path
         if path is not None:
             write(getattr(res, field), path)
     c = res.count
-    console.print(f"[bold]{c.step}[/]: {c.rows_in} in, {c.rows_out} kept, {c.removed} removed ({c.reason})"
-                  f" -> {output}", highlight=False)
+    console.print(
+        f"[bold]{c.step}[/]: {c.rows_in} in, {c.rows_out} kept, {c.removed} removed ({c.reason}) -> {output}",
+        highlight=False,
+    )
 
 
 @app.command("ingest")
 def ingest(
     input: Input,
     name: Annotated[str, typer.Option("--name", "-n", help="Dataset name in the store.")],
-    map_: Annotated[list[str] | None, typer.Option("--map", help="canonical=column, e.g. prompt=problem "
-                                                   "(repeatable).")] = None,
+    map_: Annotated[
+        list[str] | None, typer.Option("--map", help="canonical=column, e.g. prompt=problem (repeatable).")
+    ] = None,
     source: Annotated[str | None, typer.Option(help="Source name (default: the file name).")] = None,
     domain: Annotated[str, typer.Option(help="Domain of rows without one.")] = "math",
     split: Annotated[str | None, typer.Option(help="Split of a datasets folder with several.")] = None,
@@ -93,10 +107,19 @@ def ingest(
         mapping[key.strip()] = value.strip()
     got = load_items(input, source=source, mapping=mapping, domain=domain, split=split)
     manifest = DatasetStore().write(
-        name, got.items, quarantine=got.quarantined, params={"input": str(input), "mapping": mapping},
-        steps=[StepCount("ingest", got.rows_read, got.items.height, "broken lines and invalid rows quarantined")])
-    console.print(f"{input}: {got.rows_read} rows read, {got.items.height} items, {got.quarantined.height} "
-                  f"quarantined, {got.ids_assigned} ids assigned -> {manifest.ref}", highlight=False)
+        name,
+        got.items,
+        quarantine=got.quarantined,
+        params={"input": str(input), "mapping": mapping},
+        steps=[
+            StepCount("ingest", got.rows_read, got.items.height, "broken lines and invalid rows quarantined")
+        ],
+    )
+    console.print(
+        f"{input}: {got.rows_read} rows read, {got.items.height} items, {got.quarantined.height} "
+        f"quarantined, {got.ids_assigned} ids assigned -> {manifest.ref}",
+        highlight=False,
+    )
 
 
 @app.command("dedup")
@@ -105,13 +128,17 @@ def dedup(
     output: Output,
     clusters: Annotated[Path, typer.Option("--clusters", help="Every input id with its cluster id.")],
     method: Annotated[str, typer.Option("--method", help="exact | minhash | embedding")] = "minhash",
-    threshold: Annotated[float | None, typer.Option(help="Jaccard (minhash, default 0.8) or cosine "
-                                                    "(embedding, default 0.95) threshold.")] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(help="Jaccard (minhash, default 0.8) or cosine (embedding, default 0.95) threshold."),
+    ] = None,
     text_column: TextColumn = "prompt",
     id_column: IdColumn = "id",
     num_perm: Annotated[int, typer.Option(help="MinHash permutations.")] = 128,
     shingle_size: Annotated[int, typer.Option(help="Word n-gram size of MinHash shingles.")] = 5,
-    mode: Annotated[str, typer.Option(help="MinHash hashing: fast, or compat (datasketch-identical).")] = "fast",
+    mode: Annotated[
+        str, typer.Option(help="MinHash hashing: fast, or compat (datasketch-identical).")
+    ] = "fast",
     removed: Removed = None,
 ) -> None:
     """Remove duplicates: one row per cluster is kept (the first)."""
@@ -138,13 +165,18 @@ def decontaminate(
     input: Input,
     benchmark: Annotated[list[Path], typer.Option("--benchmark", "-b", help="Benchmark file (repeatable).")],
     output: Output,
-    matches: Annotated[Path, typer.Option("--matches", help="Removed id, benchmark, benchmark id, method, score.")],
+    matches: Annotated[
+        Path, typer.Option("--matches", help="Removed id, benchmark, benchmark id, method, score.")
+    ],
     ngram: Annotated[int, typer.Option(help="n of the word n-gram overlap.")] = 13,
-    embedding_threshold: Annotated[float | None, typer.Option(help="Also remove rows this cosine-close "
-                                                              "to a benchmark item.")] = None,
+    embedding_threshold: Annotated[
+        float | None, typer.Option(help="Also remove rows this cosine-close to a benchmark item.")
+    ] = None,
     text_column: TextColumn = "prompt",
     id_column: IdColumn = "id",
-    benchmark_text_column: Annotated[str, typer.Option(help="Text column of the benchmark files.")] = "prompt",
+    benchmark_text_column: Annotated[
+        str, typer.Option(help="Text column of the benchmark files.")
+    ] = "prompt",
     removed: Removed = None,
 ) -> None:
     """Remove rows overlapping benchmark items; say which item each removed row matched."""
@@ -155,8 +187,15 @@ def decontaminate(
         raise InputError(f"--ngram: must be at least 1, got {ngram}")
     df = read_input(input, id_column, [text_column])
     benches = {b.stem: read_table(b, strict=True) for b in benchmark}
-    res = run(df, benches, ngram=ngram, embedding_threshold=embedding_threshold, text_column=text_column,
-              id_column=id_column, benchmark_text_column=benchmark_text_column)
+    res = run(
+        df,
+        benches,
+        ngram=ngram,
+        embedding_threshold=embedding_threshold,
+        text_column=text_column,
+        id_column=id_column,
+        benchmark_text_column=benchmark_text_column,
+    )
     finish(res, output, removed, matches=matches)
 
 
@@ -164,8 +203,10 @@ def decontaminate(
 def clean(
     input: Input,
     output: Output,
-    endpoint: Annotated[str | None, typer.Option(help="OpenAI-compatible URL (…/v1) to rewrite multiple "
-                                                 "choice as open-ended.")] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(help="OpenAI-compatible URL (…/v1) to rewrite multiple choice as open-ended."),
+    ] = None,
     model: Annotated[str, typer.Option(help="Model name at --endpoint.")] = "",
     id_column: IdColumn = "id",
     removed: Removed = None,
@@ -194,7 +235,9 @@ def passrate(
     endpoint: Annotated[str | None, typer.Option(help="OpenAI-compatible URL (…/v1) of the policy.")] = None,
     model: Annotated[str, typer.Option(help="Model name at --endpoint.")] = "",
     api: Annotated[str, typer.Option(help="chat or completions")] = "chat",
-    checkpoint: Annotated[Path | None, typer.Option(help="m1model checkpoint folder, sampled in process.")] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="m1model checkpoint folder, sampled in process.")
+    ] = None,
     k: Annotated[int, typer.Option("-k", "--k", help="Responses sampled per item.")] = 8,
     low: Annotated[float, typer.Option(help="Keep pass rate > low.")] = 0.0,
     high: Annotated[float, typer.Option(help="Keep pass rate < high.")] = 0.9,
@@ -213,16 +256,27 @@ def passrate(
     if checkpoint is not None and not (checkpoint / "config.json").exists():
         raise InputError(f"{checkpoint}: not a model checkpoint folder (no config.json)")
     df = read_input(input, id_column, ["prompt"])
-    sampler = (EngineSampler(checkpoint, max_tokens=max_tokens) if checkpoint is not None
-               else EndpointSampler(Endpoint(endpoint, model), api=api, max_tokens=max_tokens))
-    finish(passrate_filter(df, sampler, k=k, low=low, high=high, id_column=id_column), output, removed,
-           rates=rates)
+    sampler = (
+        EngineSampler(checkpoint, max_tokens=max_tokens)
+        if checkpoint is not None
+        else EndpointSampler(Endpoint(endpoint, model), api=api, max_tokens=max_tokens)
+    )
+    finish(
+        passrate_filter(df, sampler, k=k, low=low, high=high, id_column=id_column),
+        output,
+        removed,
+        rates=rates,
+    )
 
 
 @app.command("run")
 def run(
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="Pipeline config (TOML/YAML/JSON).")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a field, e.g. curate.shards=4.")] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="Pipeline config (TOML/YAML/JSON).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Override a field, e.g. curate.shards=4.")
+    ] = None,
     runner: Annotated[str | None, typer.Option(help="local or dask (overrides curate.runner).")] = None,
 ) -> None:
     """The whole curation flow into the dataset store (a Prefect flow run with cached steps)."""
@@ -243,4 +297,6 @@ def run(
         table.add_row(s["step"], str(s["rows_in"]), str(s["rows_out"]), str(s["removed"]), s["reason"])
     Console().print(table)
     cached = sum(state == "Cached" for _, state in out["tasks"])
-    console.print(f"{cached} of {len(out['tasks'])} tasks resumed from cache; store: {DatasetStore(cfg.home).root}")
+    console.print(
+        f"{cached} of {len(out['tasks'])} tasks resumed from cache; store: {DatasetStore(cfg.home).root}"
+    )

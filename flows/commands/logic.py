@@ -30,13 +30,20 @@ def _task(name: str):
 
 
 @app.command("list")
-def list_tasks(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
+def list_tasks(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """Every logic task: name, difficulty range, description (and import errors of broken task modules)."""
     from verifiers.logic import LOAD_ERRORS, TASKS
 
     rows = [
-        {"name": t.name, "min_difficulty": t.difficulties[0], "max_difficulty": t.difficulties[-1],
-         "levels": {str(d): text for d, text in sorted(t.levels.items())}, "description": t.description}
+        {
+            "name": t.name,
+            "min_difficulty": t.difficulties[0],
+            "max_difficulty": t.difficulties[-1],
+            "levels": {str(d): text for d, text in sorted(t.levels.items())},
+            "description": t.description,
+        }
         for t in TASKS.values()
     ]
     if as_json:
@@ -73,9 +80,11 @@ def generate(
         )
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     console = Console(stderr=True)
-    with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8") as out, Progress(
-        *columns, console=console, transient=True
-    ) as progress:
+    with (
+        atomic_path(output) as tmp,
+        tmp.open("w", encoding="utf-8") as out,
+        Progress(*columns, console=console, transient=True) as progress,
+    ):
         bar = progress.add_task(f"{task} d{difficulty}", total=n)
         for i in range(n):
             inst = logic_task.generate(difficulty, instance_seed(seed, i))
@@ -86,13 +95,19 @@ def generate(
 
 @app.command("calibrate")
 def calibrate(
-    endpoint: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    ] = None,
     model: Annotated[str, typer.Option(help="Model name sent to the endpoint.")] = "default",
-    checkpoint: Annotated[Path | None, typer.Option(help="m1model checkpoint folder (instead of --endpoint).")] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="m1model checkpoint folder (instead of --endpoint).")
+    ] = None,
     k: Annotated[int, typer.Option(min=1, help="Samples per instance (pass@k).")] = 4,
     instances: Annotated[int, typer.Option(min=1, help="Instances per task and difficulty.")] = 4,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task names (default: all).")] = None,
-    difficulties: Annotated[str | None, typer.Option(help="Comma-separated levels (default: every level).")] = None,
+    difficulties: Annotated[
+        str | None, typer.Option(help="Comma-separated levels (default: every level).")
+    ] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="Generation budget per sample.")] = 2048,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
     seed: Annotated[int, typer.Option(min=0)] = 0,
@@ -119,11 +134,15 @@ def calibrate(
         max_tokens=max_tokens,
         temperature=temperature,
     )
-    result = logic_calibration(policy, CalibrationParams(tasks=names, difficulties=levels, k=k, instances=instances, seed=seed))
+    result = logic_calibration(
+        policy, CalibrationParams(tasks=names, difficulties=levels, k=k, instances=instances, seed=seed)
+    )
     table = Table(title="training bands")
     for col in ("task", "band", "why"):
         table.add_column(col)
     for name, band in sorted(result["bands"].items()):
-        table.add_row(name, f"{band['low']}..{band['high']}" if band["low"] is not None else "-", band["reason"])
+        table.add_row(
+            name, f"{band['low']}..{band['high']}" if band["low"] is not None else "-", band["reason"]
+        )
     Console().print(table)
     Console().print(f"bands: {result['bands_path']}\nheat map: {result['heatmap_path']}", highlight=False)

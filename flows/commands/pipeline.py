@@ -37,7 +37,9 @@ def ui(
 def deploy(
     config: ConfigOpt = None,
     set_: SetOpt = None,
-    cron: Annotated[str | None, typer.Option(help="Schedule for the whole pipeline, e.g. '0 2 * * *'.")] = None,
+    cron: Annotated[
+        str | None, typer.Option(help="Schedule for the whole pipeline, e.g. '0 2 * * *'.")
+    ] = None,
 ) -> None:
     """Register the pipeline, curation, training-stage and calibration deployments and serve them, so runs
     can be scheduled and started (with a parameter form) from the Prefect UI."""

@@ -61,15 +61,25 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | No
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                yield lineno, {"line": lineno, "raw": line.rstrip("\n")}, f"line {lineno}: invalid JSON: {exc.msg}"
+                yield (
+                    lineno,
+                    {"line": lineno, "raw": line.rstrip("\n")},
+                    f"line {lineno}: invalid JSON: {exc.msg}",
+                )
                 continue
             if not isinstance(row, dict):
-                yield lineno, {"line": lineno, "raw": row}, f"line {lineno}: expected a JSON object, got {type(row).__name__}"
+                yield (
+                    lineno,
+                    {"line": lineno, "raw": row},
+                    f"line {lineno}: expected a JSON object, got {type(row).__name__}",
+                )
                 continue
             yield lineno, row, None
 
 
-def _testgen_row(lineno: int, row: dict[str, Any], problem: str | None, options: dict[str, Any]) -> dict[str, Any]:
+def _testgen_row(
+    lineno: int, row: dict[str, Any], problem: str | None, options: dict[str, Any]
+) -> dict[str, Any]:
     """One problem row with `tests` and a `testgen` report added; failures are reported in the row."""
     from verifiers.testgen import EndpointError, generate_suite, solutions_of
 
@@ -77,12 +87,21 @@ def _testgen_row(lineno: int, row: dict[str, Any], problem: str | None, options:
         return {**row, "testgen": {"error": problem}}
     solutions = solutions_of(row)
     if not isinstance(row.get("prompt"), str) or not solutions:
-        return {**row, "testgen": {"error": f"line {lineno}: needs `prompt` and `solutions` (code strings or {{code, language}})"}}
+        return {
+            **row,
+            "testgen": {
+                "error": f"line {lineno}: needs `prompt` and `solutions` (code strings or {{code, language}})"
+            },
+        }
     try:
         suite = generate_suite(row["prompt"], solutions, **options)
     except EndpointError as exc:
         return {**row, "testgen": {"error": str(exc)}}
-    report = {**suite.summary(), "rejected_inputs": suite.rejected, "broken_solutions": suite.broken_solutions}
+    report = {
+        **suite.summary(),
+        "rejected_inputs": suite.rejected,
+        "broken_solutions": suite.broken_solutions,
+    }
     return {**row, "tests": suite.tests, "testgen": report}
 
 
@@ -109,13 +128,17 @@ def score_file(verifier, source: Path, target: Path, batch_size: int, console: C
             stats["bad_lines"] += problem is not None
             stats["errors"] += "error" in reward.details
             stats["reward_sum"] += reward.reward
-            out.write(json.dumps({**row, "reward": reward.reward, "details": reward.details}, default=str) + "\n")
+            out.write(
+                json.dumps({**row, "reward": reward.reward, "details": reward.details}, default=str) + "\n"
+            )
 
     total = _count_lines(source)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with atomic_path(target) as tmp, tmp.open("w", encoding="utf-8") as out, Progress(
-        *columns, console=console, transient=True
-    ) as progress:
+    with (
+        atomic_path(target) as tmp,
+        tmp.open("w", encoding="utf-8") as out,
+        Progress(*columns, console=console, transient=True) as progress,
+    ):
         task = progress.add_task(f"verify [{verifier.name}]", total=total)
         batch: list[tuple[dict[str, Any], str | None]] = []
         for _, row, problem in read_rows(source):
@@ -148,10 +171,16 @@ def register(app: typer.Typer) -> None:
     @verifiers_app.command("testgen")
     def testgen(
         input: Annotated[Path, typer.Option("--input", "-i", help="JSONL problems: `prompt` + `solutions`.")],
-        output: Annotated[Path, typer.Option("--output", "-o", help="JSONL: each problem + `tests` + `testgen`.")],
-        endpoint: Annotated[str, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")],
+        output: Annotated[
+            Path, typer.Option("--output", "-o", help="JSONL: each problem + `tests` + `testgen`.")
+        ],
+        endpoint: Annotated[
+            str, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")
+        ],
         model: Annotated[str, typer.Option(help="Model name sent to the endpoint.")],
-        api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key, if any.")] = "OPENAI_API_KEY",
+        api_key_env: Annotated[
+            str, typer.Option(help="Environment variable holding the API key, if any.")
+        ] = "OPENAI_API_KEY",
         n_inputs: Annotated[int, typer.Option(min=1, help="Test inputs to ask for per problem.")] = 10,
         backend: Annotated[str, typer.Option(help="Sandbox backend: process or docker.")] = "process",
     ) -> None:
@@ -171,10 +200,20 @@ def register(app: typer.Typer) -> None:
         except (SandboxUnavailable, ValueError) as exc:
             raise InputError(f"--backend {backend}: {exc}") from None
         rows = list(read_rows(input))
-        options = {"endpoint": endpoint, "model": model, "api_key": os.environ.get(api_key_env), "n_inputs": n_inputs, "backend": backend}
+        options = {
+            "endpoint": endpoint,
+            "model": model,
+            "api_key": os.environ.get(api_key_env),
+            "n_inputs": n_inputs,
+            "backend": backend,
+        }
         kept = failed = 0
         console = Console(stderr=True)
-        with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8") as out, Progress(console=console, transient=True) as bar:
+        with (
+            atomic_path(output) as tmp,
+            tmp.open("w", encoding="utf-8") as out,
+            Progress(console=console, transient=True) as bar,
+        ):
             task = bar.add_task("testgen", total=len(rows))
             for lineno, row, problem in rows:
                 scored = _testgen_row(lineno, row, problem, options)
@@ -182,12 +221,19 @@ def register(app: typer.Typer) -> None:
                 failed += "error" in scored["testgen"]
                 out.write(json.dumps(scored) + "\n")
                 bar.advance(task)
-        console.print(f"[bold]{output}[/]: {len(rows)} problems, {kept} tests kept, {failed} problems failed", highlight=False)
+        console.print(
+            f"[bold]{output}[/]: {len(rows)} problems, {kept} tests kept, {failed} problems failed",
+            highlight=False,
+        )
 
     @app.command("verify")
     def verify(
-        verifier: Annotated[str, typer.Option("--verifier", "-v", help="Verifier name (see `m1 verifiers list`).")],
-        input: Annotated[Path, typer.Option("--input", "-i", help="JSONL: one item per line, with `response`.")],
+        verifier: Annotated[
+            str, typer.Option("--verifier", "-v", help="Verifier name (see `m1 verifiers list`).")
+        ],
+        input: Annotated[
+            Path, typer.Option("--input", "-i", help="JSONL: one item per line, with `response`.")
+        ],
         output: Annotated[Path, typer.Option("--output", "-o", help="JSONL: input rows + reward + details.")],
         plugin_dir: PluginDirOpt = None,
         config: ConfigOpt = None,

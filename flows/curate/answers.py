@@ -20,9 +20,40 @@ from flows.schema import require_columns
 
 _ANSWER_IS = re.compile(r"(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*(.+?)(?:\.\s|\.?$|\n)", re.IGNORECASE)
 _INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
-_MATH_WORDS = {"sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
-               "log", "ln", "lg", "exp", "sqrt", "pi", "inf", "infty", "mod", "gcd", "lcm", "max", "min", "det",
-               "and", "or", "deg", "cm", "km", "kg"}
+_MATH_WORDS = {
+    "sin",
+    "cos",
+    "tan",
+    "cot",
+    "sec",
+    "csc",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "log",
+    "ln",
+    "lg",
+    "exp",
+    "sqrt",
+    "pi",
+    "inf",
+    "infty",
+    "mod",
+    "gcd",
+    "lcm",
+    "max",
+    "min",
+    "det",
+    "and",
+    "or",
+    "deg",
+    "cm",
+    "km",
+    "kg",
+}
 _TEXT = re.compile(r"\\(?:text|mathrm|textbf|operatorname)\{[^}]*\}")  # units, labels: not prose
 _PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 _NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*(?:/\d+)?")
@@ -96,15 +127,24 @@ def extract_answers(df: pl.DataFrame, reference_column: str = "reference") -> St
         answer, how = extract_answer(ref)
         answers.append(answer)
         if answer is None:
-            reasons.append({"empty": "no reference solution",
-                            "unbalanced-boxed": "unbalanced \\boxed{ in the reference"}.get(
-                how, "no answer found in the reference"))
+            reasons.append(
+                {
+                    "empty": "no reference solution",
+                    "unbalanced-boxed": "unbalanced \\boxed{ in the reference",
+                }.get(how, "no answer found in the reference")
+            )
         elif prose := [w for w in _PROSE.findall(_TEXT.sub("", answer)) if w.lower() not in _MATH_WORDS]:
-            reasons.append(f"answer {answer[:60]!r} ({how}) is words ({prose[0]!r}), not a rule-checkable expression")
+            reasons.append(
+                f"answer {answer[:60]!r} ({how}) is words ({prose[0]!r}), not a rule-checkable expression"
+            )
         elif not parses(answer):
             reasons.append(f"answer {answer[:60]!r} ({how}) not parseable by math-verify")
         else:
             reasons.append(None)
     out = df.with_columns(pl.Series("answer", answers, dtype=pl.String))
-    return split_by_reason(out, pl.Series(reasons, dtype=pl.String), "answer-check",
-                           "reference answer missing, prose, or not parseable by math-verify")
+    return split_by_reason(
+        out,
+        pl.Series(reasons, dtype=pl.String),
+        "answer-check",
+        "reference answer missing, prose, or not parseable by math-verify",
+    )

@@ -110,8 +110,12 @@ def parse_multiple_choice(prompt: str) -> MultipleChoice | None:
 
 def open_ended(stem: str) -> str:
     """Rule-based rewrite of a stem that refers to its options."""
-    text = re.sub(r"\bwhich of the following( numbers| values| expressions)?( is| are)?\b",
-                  lambda m: "what" + (m.group(2) or ""), stem, flags=re.IGNORECASE)
+    text = re.sub(
+        r"\bwhich of the following( numbers| values| expressions)?( is| are)?\b",
+        lambda m: "what" + (m.group(2) or ""),
+        stem,
+        flags=re.IGNORECASE,
+    )
     text = re.sub(r"^what", "What", text)
     return re.sub(r"\s*\((?:choose|select|pick)[^)]*\)", "", text, flags=re.IGNORECASE).strip()
 
@@ -125,8 +129,12 @@ def _chosen_option(reference: str | None, mc: MultipleChoice) -> str | None:
     return answer if answer in mc.options.values() else None
 
 
-def clean(df: pl.DataFrame, endpoint: Endpoint | None = None, prompt_column: str = "prompt",
-          reference_column: str = "reference") -> StepResult:
+def clean(
+    df: pl.DataFrame,
+    endpoint: Endpoint | None = None,
+    prompt_column: str = "prompt",
+    reference_column: str = "reference",
+) -> StepResult:
     """Drop unusable items (each with a reason) and reformulate multiple-choice ones as open-ended."""
     require_columns(df, [prompt_column, reference_column], where="clean input")
     prompts = df[prompt_column].cast(pl.String).to_list()
@@ -146,8 +154,11 @@ def clean(df: pl.DataFrame, endpoint: Endpoint | None = None, prompt_column: str
     how = "rule"
     if endpoint is not None and rewrites:
         rows = list(rewrites)
-        replies = endpoint.chat([REWRITE_PROMPT.format(question=prompts[i], answer=rewrites[i][1]) for i in rows],
-                                temperature=0.0, max_tokens=512)
+        replies = endpoint.chat(
+            [REWRITE_PROMPT.format(question=prompts[i], answer=rewrites[i][1]) for i in rows],
+            temperature=0.0,
+            max_tokens=512,
+        )
         for i, reply in zip(rows, replies, strict=True):
             text = (reply[0] if reply else "").strip()
             if text and parse_multiple_choice(text) is None:
@@ -157,16 +168,27 @@ def clean(df: pl.DataFrame, endpoint: Endpoint | None = None, prompt_column: str
     for i, (question, option, mc) in rewrites.items():
         new_prompts[i], new_refs[i] = question, f"\\boxed{{{option}}}"
         meta = json.loads(metas[i]) if metas[i] else {}
-        meta["reformulated"] = {"from": "multiple-choice", "by": how, "prompt": prompts[i],
-                                "reference": refs[i], "options": mc.options}
+        meta["reformulated"] = {
+            "from": "multiple-choice",
+            "by": how,
+            "prompt": prompts[i],
+            "reference": refs[i],
+            "options": mc.options,
+        }
         new_metas[i] = json.dumps(meta, ensure_ascii=False, sort_keys=True)
-    out = df.with_columns(pl.Series(prompt_column, new_prompts, dtype=pl.String),
-                          pl.Series(reference_column, new_refs, dtype=pl.String))
+    out = df.with_columns(
+        pl.Series(prompt_column, new_prompts, dtype=pl.String),
+        pl.Series(reference_column, new_refs, dtype=pl.String),
+    )
     if "metadata" in df.columns:
         out = out.with_columns(pl.Series("metadata", new_metas, dtype=pl.String))
-    res = split_by_reason(out, pl.Series(reasons, dtype=pl.String), "clean",
-                          "empty, garbled, broken LaTeX, multi-part, proof or binary items; "
-                          f"{len(rewrites)} multiple-choice reformulated")
+    res = split_by_reason(
+        out,
+        pl.Series(reasons, dtype=pl.String),
+        "clean",
+        "empty, garbled, broken LaTeX, multi-part, proof or binary items; "
+        f"{len(rewrites)} multiple-choice reformulated",
+    )
     return res
 
 

@@ -18,12 +18,18 @@ from flows.curate.result import split_by_reason
 from flows.curate.text import ngram_hashes, token_hashes
 from flows.schema import require_columns
 
-MATCH_SCHEMA = {"id": pl.String, "benchmark": pl.String, "benchmark_id": pl.String, "method": pl.String,
-                "score": pl.Float64}
+MATCH_SCHEMA = {
+    "id": pl.String,
+    "benchmark": pl.String,
+    "benchmark_id": pl.String,
+    "method": pl.String,
+    "score": pl.Float64,
+}
 
 
-def _benchmark_frame(benchmarks: dict[str, pl.DataFrame] | list[str | Path], text_column: str,
-                     id_column: str) -> pl.DataFrame:
+def _benchmark_frame(
+    benchmarks: dict[str, pl.DataFrame] | list[str | Path], text_column: str, id_column: str
+) -> pl.DataFrame:
     """All benchmark items in one frame: benchmark, benchmark_id, text."""
     if not isinstance(benchmarks, dict):
         from flows.curate.ingest import read_table
@@ -32,16 +38,28 @@ def _benchmark_frame(benchmarks: dict[str, pl.DataFrame] | list[str | Path], tex
     frames = []
     for name, df in benchmarks.items():
         require_columns(df, [text_column], where=f"benchmark {name}")
-        ids = (df[id_column].cast(pl.String) if id_column in df.columns
-               else pl.Series([f"{name}#{i}" for i in range(df.height)]))
-        frames.append(pl.DataFrame({"benchmark": [name] * df.height, "benchmark_id": ids,
-                                    "text": df[text_column].cast(pl.String)}))
+        ids = (
+            df[id_column].cast(pl.String)
+            if id_column in df.columns
+            else pl.Series([f"{name}#{i}" for i in range(df.height)])
+        )
+        frames.append(
+            pl.DataFrame(
+                {
+                    "benchmark": [name] * df.height,
+                    "benchmark_id": ids,
+                    "text": df[text_column].cast(pl.String),
+                }
+            )
+        )
     if not frames:
         return pl.DataFrame(schema={"benchmark": pl.String, "benchmark_id": pl.String, "text": pl.String})
     return pl.concat(frames)
 
 
-def ngram_matches(texts: pl.Series, bench_texts: pl.Series, n: int = 13) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ngram_matches(
+    texts: pl.Series, bench_texts: pl.Series, n: int = 13
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, benchmark row, score) for each text sharing an n-gram with a benchmark text: the benchmark
     text it shares the largest share of its n-grams with."""
     bench_tokens, corpus_tokens = token_hashes(bench_texts), token_hashes(texts)
@@ -110,17 +128,23 @@ def decontaminate(
     hit = bench_row >= 0
     idx = np.flatnonzero(hit)
     matched = bench[bench_row[idx].tolist()] if len(idx) else bench.clear()
-    matches = pl.DataFrame({
-        "id": df[id_column].cast(pl.String).gather(idx),
-        "benchmark": matched["benchmark"],
-        "benchmark_id": matched["benchmark_id"],
-        "method": pl.Series(method[idx].tolist(), dtype=pl.String),
-        "score": pl.Series(score[idx], dtype=pl.Float64),
-    }, schema=MATCH_SCHEMA)
+    matches = pl.DataFrame(
+        {
+            "id": df[id_column].cast(pl.String).gather(idx),
+            "benchmark": matched["benchmark"],
+            "benchmark_id": matched["benchmark_id"],
+            "method": pl.Series(method[idx].tolist(), dtype=pl.String),
+            "score": pl.Series(score[idx], dtype=pl.Float64),
+        },
+        schema=MATCH_SCHEMA,
+    )
     reasons = [None] * df.height
     for i, m in zip(idx.tolist(), matches.iter_rows(named=True), strict=True):
         what = "overlap" if m["method"] != "embedding" else "cosine"
-        reasons[i] = f"{m['method']} {what} with {m['benchmark']}:{m['benchmark_id']} (score {m['score']:.2f})"
+        reasons[i] = (
+            f"{m['method']} {what} with {m['benchmark']}:{m['benchmark_id']} (score {m['score']:.2f})"
+        )
     summary = f"benchmark contamination ({ngram}-gram overlap" + (
-        f", embedding cosine >= {embedding_threshold})" if embedding_threshold is not None else ")")
+        f", embedding cosine >= {embedding_threshold})" if embedding_threshold is not None else ")"
+    )
     return split_by_reason(df, pl.Series(reasons, dtype=pl.String), "decontaminate", summary, matches=matches)

@@ -18,19 +18,30 @@ from flows.schema import require_columns
 
 def _clusters(df: pl.DataFrame, id_column: str, rep: np.ndarray, similarity: np.ndarray) -> pl.DataFrame:
     ids = df[id_column]
-    return pl.DataFrame({
-        "id": ids,
-        "cluster": ids.gather(rep),
-        "kept": rep == np.arange(df.height),
-        "similarity": similarity,
-    })
+    return pl.DataFrame(
+        {
+            "id": ids,
+            "cluster": ids.gather(rep),
+            "kept": rep == np.arange(df.height),
+            "similarity": similarity,
+        }
+    )
 
 
-def _result(df: pl.DataFrame, id_column: str, rep: np.ndarray, similarity: np.ndarray, step: str,
-            summary: str, what: str, measure: str) -> StepResult:
+def _result(
+    df: pl.DataFrame,
+    id_column: str,
+    rep: np.ndarray,
+    similarity: np.ndarray,
+    step: str,
+    summary: str,
+    what: str,
+    measure: str,
+) -> StepResult:
     clusters = _clusters(df, id_column, rep, similarity)
     reason = clusters.select(
-        pl.when(pl.col("kept")).then(None)
+        pl.when(pl.col("kept"))
+        .then(None)
         .otherwise(pl.format(f"{what} of {{}} ({measure} {{}})", "cluster", pl.col("similarity").round(3)))
     ).to_series()
     return split_by_reason(df, reason, step, summary, clusters=clusters)
@@ -47,8 +58,16 @@ def exact_dedup(df: pl.DataFrame, text_column: str = "prompt", id_column: str = 
     first = pl.DataFrame({"k": key, "i": idx}).select(pl.col("i").first().over("k"))["i"].to_numpy()
     empty = (key.is_null() | (key == "")).to_numpy()
     rep = np.where(empty, np.arange(df.height), first)
-    return _result(df, id_column, rep, np.ones(df.height), "exact-dedup",
-                   "same text after normalisation (NFKC, case, whitespace)", "exact duplicate", "normalised")
+    return _result(
+        df,
+        id_column,
+        rep,
+        np.ones(df.height),
+        "exact-dedup",
+        "same text after normalisation (NFKC, case, whitespace)",
+        "exact duplicate",
+        "normalised",
+    )
 
 
 def minhash_dedup(
@@ -68,16 +87,31 @@ def minhash_dedup(
     components; each removed row's reason gives its Jaccard with the row kept for its cluster.
     A precomputed `sketch` of the rows (e.g. concatenated from shards) skips hashing."""
     require_columns(df, [text_column, id_column], where="minhash_dedup input")
-    nd = near_duplicates(sketch if sketch is not None else df[text_column].cast(pl.String), threshold,
-                         num_perm, shingle_size, mode, seed, verify)
+    nd = near_duplicates(
+        sketch if sketch is not None else df[text_column].cast(pl.String),
+        threshold,
+        num_perm,
+        shingle_size,
+        mode,
+        seed,
+        verify,
+    )
     rep = cluster_representatives(df.height, nd.pairs)
     similarity = np.ones(df.height)
     moved = np.flatnonzero(rep != np.arange(df.height))
     if len(moved):
         similarity[moved] = jaccard(nd.shingles, np.stack([rep[moved], moved], axis=1))
-    return _result(df, id_column, rep, similarity, "minhash-dedup",
-                   f"near-duplicates: word {shingle_size}-gram Jaccard >= {threshold} "
-                   f"(MinHash LSH, {num_perm} permutations)", "near-duplicate", "jaccard")
+    return _result(
+        df,
+        id_column,
+        rep,
+        similarity,
+        "minhash-dedup",
+        f"near-duplicates: word {shingle_size}-gram Jaccard >= {threshold} "
+        f"(MinHash LSH, {num_perm} permutations)",
+        "near-duplicate",
+        "jaccard",
+    )
 
 
 def embedding_dedup(
@@ -103,8 +137,16 @@ def embedding_dedup(
     moved = np.flatnonzero(rep != np.arange(df.height))
     similarity = np.ones(df.height)
     similarity[moved] = np.einsum("ij,ij->i", vectors[moved], vectors[rep[moved]])
-    return _result(df, id_column, rep, similarity, "embedding-dedup",
-                   f"semantic duplicates: embedding cosine >= {threshold}", "semantic duplicate", "cosine")
+    return _result(
+        df,
+        id_column,
+        rep,
+        similarity,
+        "embedding-dedup",
+        f"semantic duplicates: embedding cosine >= {threshold}",
+        "semantic duplicate",
+        "cosine",
+    )
 
 
 def separate_from(
@@ -123,18 +165,23 @@ def separate_from(
     """
     require_columns(df, [text_column, id_column], where="separate_from input")
     require_columns(reference, [text_column], where=f"{reference_name} reference")
-    ref_ids = (reference[id_column] if id_column in reference.columns
-               else pl.Series([f"#{i}" for i in range(reference.height)])).cast(pl.String)
+    ref_ids = (
+        reference[id_column]
+        if id_column in reference.columns
+        else pl.Series([f"#{i}" for i in range(reference.height)])
+    ).cast(pl.String)
     step = {"exact": exact_dedup, "minhash": minhash_dedup, "embedding": embedding_dedup}.get(method)
     if step is None:
         raise ValueError(f"unknown dedup method {method!r} (use exact, minhash or embedding)")
     # Reference rows first, so every cluster that contains one is represented by one; positions as ids
     # so that ids shared between the two sets cannot be confused.
     n_ref = reference.height
-    both = pl.DataFrame({
-        "pos": np.arange(n_ref + df.height),
-        "text": pl.concat([reference[text_column].cast(pl.String), df[text_column].cast(pl.String)]),
-    })
+    both = pl.DataFrame(
+        {
+            "pos": np.arange(n_ref + df.height),
+            "text": pl.concat([reference[text_column].cast(pl.String), df[text_column].cast(pl.String)]),
+        }
+    )
     kwargs = options if method == "exact" else {"threshold": threshold, **options}
     clusters = step(both, text_column="text", id_column="pos", **kwargs).clusters.slice(n_ref)
     rep = clusters["cluster"].to_numpy()
@@ -142,12 +189,21 @@ def separate_from(
     ref_id = ref_ids.gather(np.where(hit, rep, 0)) if n_ref else pl.Series([""] * df.height)
     sim = clusters["similarity"].round(3)
     reason = pl.select(
-        pl.when(pl.Series(hit))
-        .then(pl.format(f"duplicate of {reference_name} item {{}} ({method} {{}})", ref_id, sim))
+        pl.when(pl.Series(hit)).then(
+            pl.format(f"duplicate of {reference_name} item {{}} ({method} {{}})", ref_id, sim)
+        )
     ).to_series()
     own = df[id_column].cast(pl.String)
-    cluster = pl.select(pl.when(pl.Series(hit)).then(ref_id).otherwise(own.gather(np.where(hit, 0, rep - n_ref))))
-    evidence = pl.DataFrame({"id": df[id_column], "cluster": cluster.to_series(), "kept": ~hit, "similarity": sim})
-    return split_by_reason(df, reason, f"{reference_name}-separation",
-                           f"duplicates of {reference_name} items ({method}, threshold {threshold})",
-                           clusters=evidence)
+    cluster = pl.select(
+        pl.when(pl.Series(hit)).then(ref_id).otherwise(own.gather(np.where(hit, 0, rep - n_ref)))
+    )
+    evidence = pl.DataFrame(
+        {"id": df[id_column], "cluster": cluster.to_series(), "kept": ~hit, "similarity": sim}
+    )
+    return split_by_reason(
+        df,
+        reason,
+        f"{reference_name}-separation",
+        f"duplicates of {reference_name} items ({method}, threshold {threshold})",
+        clusters=evidence,
+    )

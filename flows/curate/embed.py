@@ -31,13 +31,19 @@ def load_model():
 def embed(texts: pl.Series, batch_size: int = 64) -> np.ndarray:
     """Unit-norm float32 embeddings, one row per text (empty text embeds as the empty string)."""
     model = load_model()
-    vectors = model.encode(texts.fill_null("").to_list(), batch_size=batch_size, convert_to_numpy=True,
-                           normalize_embeddings=True, show_progress_bar=False)
+    vectors = model.encode(
+        texts.fill_null("").to_list(),
+        batch_size=batch_size,
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+        show_progress_bar=False,
+    )
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
-def similar_pairs(vectors: np.ndarray, threshold: float, active: np.ndarray | None = None,
-                  k: int = 32) -> tuple[np.ndarray, np.ndarray]:
+def similar_pairs(
+    vectors: np.ndarray, threshold: float, active: np.ndarray | None = None, k: int = 32
+) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (i < j) of rows with cosine >= threshold, and their cosines."""
     import faiss
 

@@ -54,8 +54,14 @@ def fingerprint(path: str | Path) -> str:
 
 @task(name="ingest", **CACHED)
 def ingest_task(spec: SourceConfig, content: str) -> Ingested:
-    return load_items(spec.path, source=spec.name, mapping=spec.mapping, domain=spec.domain, task=spec.task,
-                      split=spec.split)
+    return load_items(
+        spec.path,
+        source=spec.name,
+        mapping=spec.mapping,
+        domain=spec.domain,
+        task=spec.task,
+        split=spec.split,
+    )
 
 
 @task(name="generate", **CACHED)
@@ -63,8 +69,16 @@ def generate_task(cfg: DataConfig) -> Ingested:
     from flows.data.synthetic_math import generate
     from flows.schema import validate_items
 
-    valid, bad = validate_items(generate(cfg.n_problems, cfg.n_exact_duplicates, cfg.n_near_duplicates,
-                                         cfg.n_benchmark_leaks, cfg.n_unparseable, seed=cfg.seed))
+    valid, bad = validate_items(
+        generate(
+            cfg.n_problems,
+            cfg.n_exact_duplicates,
+            cfg.n_near_duplicates,
+            cfg.n_benchmark_leaks,
+            cfg.n_unparseable,
+            seed=cfg.seed,
+        )
+    )
     return Ingested(valid, bad, 0, valid.height + bad.height)
 
 
@@ -95,8 +109,14 @@ def minhash_task(df: pl.DataFrame, sketches: list, c: CurateConfig) -> StepResul
     from flows.curate.dedup import minhash_dedup
     from flows.curate.minhash import Sketch
 
-    return minhash_dedup(df, c.minhash_threshold, c.minhash_num_perm, c.shingle_size, mode=c.minhash_mode,
-                         sketch=Sketch.concat(sketches))
+    return minhash_dedup(
+        df,
+        c.minhash_threshold,
+        c.minhash_num_perm,
+        c.shingle_size,
+        mode=c.minhash_mode,
+        sketch=Sketch.concat(sketches),
+    )
 
 
 @task(name="embed", **CACHED)
@@ -119,16 +139,28 @@ def embedding_task(df: pl.DataFrame, vectors: list, threshold: float) -> StepRes
 def separate_task(shard: pl.DataFrame, sft: pl.DataFrame, c: CurateConfig) -> StepResult:
     from flows.curate.dedup import separate_from
 
-    return separate_from(shard, sft, method="minhash", threshold=c.minhash_threshold,
-                         num_perm=c.minhash_num_perm, shingle_size=c.shingle_size)
+    return separate_from(
+        shard,
+        sft,
+        method="minhash",
+        threshold=c.minhash_threshold,
+        num_perm=c.minhash_num_perm,
+        shingle_size=c.shingle_size,
+    )
 
 
 @task(name="decontaminate", **CACHED)
-def decontaminate_task(shard: pl.DataFrame, benchmarks: dict[str, pl.DataFrame], c: CurateConfig) -> StepResult:
+def decontaminate_task(
+    shard: pl.DataFrame, benchmarks: dict[str, pl.DataFrame], c: CurateConfig
+) -> StepResult:
     from flows.curate.contamination import decontaminate
 
-    return decontaminate(shard, benchmarks, ngram=c.contamination_ngram,
-                         embedding_threshold=c.embedding_threshold if c.use_embeddings else None)
+    return decontaminate(
+        shard,
+        benchmarks,
+        ngram=c.contamination_ngram,
+        embedding_threshold=c.embedding_threshold if c.use_embeddings else None,
+    )
 
 
 @task(name="answer-check", **CACHED)
@@ -142,7 +174,9 @@ def answers_task(shard: pl.DataFrame) -> StepResult:
 def passrate_task(shard: pl.DataFrame, c: CurateConfig) -> StepResult:
     from flows.curate.passrate import passrate_filter
 
-    return passrate_filter(shard, policy_sampler(c), k=c.pass_rate_k, low=c.pass_rate_low, high=c.pass_rate_high)
+    return passrate_filter(
+        shard, policy_sampler(c), k=c.pass_rate_k, low=c.pass_rate_low, high=c.pass_rate_high
+    )
 
 
 def policy_sampler(c: CurateConfig):
@@ -153,8 +187,9 @@ def policy_sampler(c: CurateConfig):
     if c.policy_checkpoint:
         return EngineSampler(c.policy_checkpoint, max_tokens=c.pass_rate_max_tokens)
     if c.policy_endpoint:
-        return EndpointSampler(Endpoint(c.policy_endpoint, c.policy_model), api=c.policy_api,
-                               max_tokens=c.pass_rate_max_tokens)
+        return EndpointSampler(
+            Endpoint(c.policy_endpoint, c.policy_model), api=c.policy_api, max_tokens=c.pass_rate_max_tokens
+        )
     raise ConfigError("curate.pass_rate needs curate.policy_endpoint or curate.policy_checkpoint")
 
 
@@ -207,8 +242,9 @@ def curate_flow(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B00
     prefect-dask), with task results persisted in the store's cache folder; both settings travel with
     the tasks to Dask workers. Deployments run this flow as it is.
     """
-    steps = curate_steps.with_options(task_runner=task_runner(config.curate),
-                                      result_storage=cache_storage(DatasetStore(config.home).root))
+    steps = curate_steps.with_options(
+        task_runner=task_runner(config.curate), result_storage=cache_storage(DatasetStore(config.home).root)
+    )
     return steps(config)
 
 
@@ -241,12 +277,19 @@ def curate_steps(config: PipelineConfig) -> dict:
     store = DatasetStore(config.home)
     tasks = Tasks()
     inputs = [tasks.one(ingest_task, s, fingerprint(s.path)) for s in sources(config)] or [
-        tasks.one(generate_task, config.data)]
+        tasks.one(generate_task, config.data)
+    ]
     items = pl.concat([i.items for i in inputs], how="vertical_relaxed").with_row_index(ROW)
-    quarantine = pl.concat([i.quarantined.with_columns(pl.lit("ingest").alias("step")) for i in inputs],
-                           how="vertical_relaxed")
-    logger.info("ingested %d items from %d source(s); %d quarantined, %d ids assigned", items.height,
-                len(inputs), quarantine.height, sum(i.ids_assigned for i in inputs))
+    quarantine = pl.concat(
+        [i.quarantined.with_columns(pl.lit("ingest").alias("step")) for i in inputs], how="vertical_relaxed"
+    )
+    logger.info(
+        "ingested %d items from %d source(s); %d quarantined, %d ids assigned",
+        items.height,
+        len(inputs),
+        quarantine.height,
+        sum(i.ids_assigned for i in inputs),
+    )
 
     results: list[StepResult] = []
     df = items
@@ -254,7 +297,9 @@ def curate_steps(config: PipelineConfig) -> dict:
 
     def record(res: StepResult) -> pl.DataFrame:
         results.append(res)
-        logger.info("%s: %d -> %d (%s)", res.count.step, res.count.rows_in, res.count.rows_out, res.count.reason)
+        logger.info(
+            "%s: %d -> %d (%s)", res.count.step, res.count.rows_in, res.count.rows_out, res.count.reason
+        )
         return res.kept
 
     if c.clean:
@@ -283,17 +328,28 @@ def curate_steps(config: PipelineConfig) -> dict:
 def benchmarks(cfg: DataConfig) -> dict[str, pl.DataFrame]:
     from flows.data.synthetic_math import load_benchmark
 
-    return {"tiny_benchmark": load_benchmark()} | {Path(p).stem: read_table(p, strict=True) for p in cfg.benchmark_paths}
+    return {"tiny_benchmark": load_benchmark()} | {
+        Path(p).stem: read_table(p, strict=True) for p in cfg.benchmark_paths
+    }
 
 
-def write_outputs(store: DatasetStore, config: PipelineConfig, items: pl.DataFrame, kept: pl.DataFrame,
-                  quarantine: pl.DataFrame, results: list[StepResult]):
+def write_outputs(
+    store: DatasetStore,
+    config: PipelineConfig,
+    items: pl.DataFrame,
+    kept: pl.DataFrame,
+    quarantine: pl.DataFrame,
+    results: list[StepResult],
+):
     """Evidence first, the curated dataset last (the commit point, naming the evidence as parents)."""
     name = f"{config.name}-curation"
     params = config.data.model_dump() | config.curate.model_dump(mode="json")
     evidence = {
-        "clusters": [r.clusters.with_columns(pl.lit(r.count.step).alias("step")) for r in results
-                     if r.clusters is not None],
+        "clusters": [
+            r.clusters.with_columns(pl.lit(r.count.step).alias("step"))
+            for r in results
+            if r.clusters is not None
+        ],
         "matches": [r.matches for r in results if r.matches is not None],
         "pass-rates": [r.rates for r in results if r.rates is not None],
     }
@@ -302,27 +358,55 @@ def write_outputs(store: DatasetStore, config: PipelineConfig, items: pl.DataFra
         if frames:
             m = store.write(f"{name}-{kind}", pl.concat(frames, how="vertical_relaxed"), params=params)
             parents.append(m.ref)
-    removed = [r.removed.select(*ITEM_COLUMNS, QUARANTINE_REASON).with_columns(pl.lit(r.count.step).alias("step"))
-               for r in results]
-    rejected = pl.concat([quarantine.select(*ITEM_COLUMNS, QUARANTINE_REASON, "step"), *removed],
-                         how="vertical_relaxed")
-    return store.write(name, kept.drop(ROW), params=params, parents=parents,
-                       steps=[r.count for r in results], quarantine=rejected)
+    removed = [
+        r.removed.select(*ITEM_COLUMNS, QUARANTINE_REASON).with_columns(pl.lit(r.count.step).alias("step"))
+        for r in results
+    ]
+    rejected = pl.concat(
+        [quarantine.select(*ITEM_COLUMNS, QUARANTINE_REASON, "step"), *removed], how="vertical_relaxed"
+    )
+    return store.write(
+        name,
+        kept.drop(ROW),
+        params=params,
+        parents=parents,
+        steps=[r.count for r in results],
+        quarantine=rejected,
+    )
 
 
-def report(ref: str, results: list[StepResult], quarantine: pl.DataFrame, states: list[tuple[str, str]]) -> None:
+def report(
+    ref: str, results: list[StepResult], quarantine: pl.DataFrame, states: list[tuple[str, str]]
+) -> None:
     """Stage report: rows in/out per step and the most common reasons, as Prefect artifacts."""
-    rows = [{"step": r.count.step, "rows in": r.count.rows_in, "rows out": r.count.rows_out,
-             "removed": r.count.removed, "why": r.count.reason} for r in results]
+    rows = [
+        {
+            "step": r.count.step,
+            "rows in": r.count.rows_in,
+            "rows out": r.count.rows_out,
+            "removed": r.count.removed,
+            "why": r.count.reason,
+        }
+        for r in results
+    ]
     create_table_artifact(rows, key="curation-steps", description=f"Curation steps of {ref}")
     cached = sum(state == "Cached" for _, state in states)
-    lines = [f"# Curation report: {ref}", "", f"Quarantined at ingest: {quarantine.height}. "
-             f"Tasks resumed from cache: {cached} of {len(states)}.", ""]
+    lines = [
+        f"# Curation report: {ref}",
+        "",
+        f"Quarantined at ingest: {quarantine.height}. Tasks resumed from cache: {cached} of {len(states)}.",
+        "",
+    ]
     for r in results:
         lines.append(f"## {r.count.step}: {r.count.rows_in} -> {r.count.rows_out} ({r.count.reason})")
         if r.removed.height:
-            kinds = r.removed.select(pl.col(QUARANTINE_REASON).str.replace(r" (of|with) .*| \(.*", "")
-                                     .value_counts(sort=True)).unnest(QUARANTINE_REASON).head(5)
+            kinds = (
+                r.removed.select(
+                    pl.col(QUARANTINE_REASON).str.replace(r" (of|with) .*| \(.*", "").value_counts(sort=True)
+                )
+                .unnest(QUARANTINE_REASON)
+                .head(5)
+            )
             lines += [f"- {row[0]}: {row[1]}" for row in kinds.rows()]
         lines.append("")
     create_markdown_artifact("\n".join(lines), key="curation-report", description=f"Curation of {ref}")

@@ -81,8 +81,13 @@ def _read_jsonl(path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
-                bad.append((number, line.decode("utf-8", "replace")[:2000],
-                            f"invalid JSON: {exc.msg} at column {exc.pos + 1}"))
+                bad.append(
+                    (
+                        number,
+                        line.decode("utf-8", "replace")[:2000],
+                        f"invalid JSON: {exc.msg} at column {exc.pos + 1}",
+                    )
+                )
                 continue
             except UnicodeDecodeError as exc:
                 bad.append((number, line.decode("utf-8", "replace")[:2000], f"not UTF-8: {exc.reason}"))
@@ -91,16 +96,18 @@ def _read_jsonl(path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
                 bad.append((number, line.decode("utf-8", "replace")[:2000], "not a JSON object"))
                 continue
             good.append(line)
-    broken = pl.DataFrame(bad, schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String},
-                          orient="row")
+    broken = pl.DataFrame(
+        bad, schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String}, orient="row"
+    )
     if not good:
         return pl.DataFrame(), broken
     try:
         rows = pl.read_ndjson(io.BytesIO(b"\n".join(good)), infer_schema_length=None)
     except Exception:  # noqa: BLE001 - mixed types across lines: fall back to text values
         records = [json.loads(line) for line in good]
-        rows = pl.DataFrame([{k: _as_text(v) for k, v in r.items()} for r in records],
-                            infer_schema_length=None)
+        rows = pl.DataFrame(
+            [{k: _as_text(v) for k, v in r.items()} for r in records], infer_schema_length=None
+        )
     return rows, broken
 
 
@@ -149,18 +156,24 @@ def to_items(
     mapping = dict(mapping or {})
     for col, source_col in mapping.items():
         if col not in ITEM_COLUMNS:
-            raise InputError(f"{where}: mapping names unknown column {col!r} (canonical: {', '.join(ITEM_COLUMNS)})")
+            raise InputError(
+                f"{where}: mapping names unknown column {col!r} (canonical: {', '.join(ITEM_COLUMNS)})"
+            )
         if source_col not in raw.columns:
-            raise InputError(f"{where}: mapping {col}={source_col}: no column {source_col!r} "
-                             f"(has: {', '.join(raw.columns)})")
+            raise InputError(
+                f"{where}: mapping {col}={source_col}: no column {source_col!r} "
+                f"(has: {', '.join(raw.columns)})"
+            )
     for col, aliases in ALIASES.items():
         if col not in mapping:
             found = next((a for a in aliases if a in raw.columns and a not in mapping.values()), None)
             if found is not None:
                 mapping[col] = found
     if "prompt" not in mapping:
-        raise InputError(f"{where}: no prompt column (looked for {', '.join(ALIASES['prompt'])}; "
-                         f"has: {', '.join(raw.columns) or 'no columns'}); map one with --map prompt=COLUMN")
+        raise InputError(
+            f"{where}: no prompt column (looked for {', '.join(ALIASES['prompt'])}; "
+            f"has: {', '.join(raw.columns) or 'no columns'}); map one with --map prompt=COLUMN"
+        )
     used = set(mapping.values())
     extra = [c for c in raw.columns if c not in used]
     out = {col: _text(raw[src]) for col, src in mapping.items() if col != "metadata"}
@@ -192,8 +205,11 @@ def _metadata(raw: pl.DataFrame, meta_col: str | None, extra: list[str]) -> pl.S
     """A JSON object per row: the row's own metadata (an object, or JSON text of one) plus extra columns.
     Metadata that is not an object stays as is, so validation quarantines it with its reason."""
     base = raw[meta_col].to_list() if meta_col else [None] * raw.height
-    rest = ([{k: v for k, v in r.items() if v is not None} for r in raw.select(extra).to_dicts()]
-            if extra else [{}] * raw.height)
+    rest = (
+        [{k: v for k, v in r.items() if v is not None} for r in raw.select(extra).to_dicts()]
+        if extra
+        else [{}] * raw.height
+    )
     out = []
     for meta, more in zip(base, rest, strict=True):
         if isinstance(meta, str):
@@ -226,10 +242,16 @@ def load_items(
     if raw.height == 0 and raw.width == 0:
         items, assigned = pl.DataFrame(schema=ITEM_COLUMNS), 0
     else:
-        items, assigned = to_items(raw, source=source, mapping=mapping, domain=domain, task=task, where=str(path))
+        items, assigned = to_items(
+            raw, source=source, mapping=mapping, domain=domain, task=task, where=str(path)
+        )
     valid, bad = validate_items(items, where=str(path))
     lines = broken.select(
-        *[pl.lit(None, dtype=dtype).alias(c) for c, dtype in ITEM_COLUMNS.items() if c not in ("source", "metadata")],
+        *[
+            pl.lit(None, dtype=dtype).alias(c)
+            for c, dtype in ITEM_COLUMNS.items()
+            if c not in ("source", "metadata")
+        ],
         pl.lit(source).alias("source"),
         pl.struct(line="line", raw="raw").struct.json_encode().alias("metadata"),
         pl.format("line {}: {}", "line", QUARANTINE_REASON).alias(QUARANTINE_REASON),

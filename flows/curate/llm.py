@@ -29,12 +29,16 @@ class Endpoint:
     def chat(self, prompts: list[str], *, n: int = 1, system: str | None = None, **params) -> list[list[str]]:
         """n chat completions per prompt (one request per prompt, `concurrency` at a time)."""
         with self.client() as client:
+
             def one(prompt: str) -> list[str]:
                 messages = ([{"role": "system", "content": system}] if system else []) + [
-                    {"role": "user", "content": prompt}]
+                    {"role": "user", "content": prompt}
+                ]
                 body = {"model": self.model, "messages": messages, "n": n, **params}
                 data = _post(client, "/chat/completions", body)
-                return [c["message"]["content"] or "" for c in sorted(data["choices"], key=lambda c: c["index"])]
+                return [
+                    c["message"]["content"] or "" for c in sorted(data["choices"], key=lambda c: c["index"])
+                ]
 
             with ThreadPoolExecutor(self.concurrency) as pool:
                 return list(pool.map(one, prompts))
@@ -53,7 +57,9 @@ def _post(client: httpx.Client, path: str, body: dict) -> dict:
     try:
         resp = client.post(path, json=body)
     except httpx.HTTPError as exc:
-        raise InputError(f"{client.base_url}{path}: endpoint unreachable ({type(exc).__name__}: {exc})") from None
+        raise InputError(
+            f"{client.base_url}{path}: endpoint unreachable ({type(exc).__name__}: {exc})"
+        ) from None
     if resp.status_code >= 400:
         raise InputError(f"{client.base_url}{path}: HTTP {resp.status_code}: {resp.text[:200]}")
     return resp.json()

@@ -94,8 +94,11 @@ def _compat_shingles(texts: pl.Series, shingle_size: int) -> Shingles:
     counts = np.fromiter((len(s) for s in per_doc), dtype=np.int64, count=len(per_doc))
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    raw = np.fromiter((sha1_hash32(s.encode("utf-8")) for doc in per_doc for s in doc),
-                      dtype=np.uint32, count=int(offsets[-1]))
+    raw = np.fromiter(
+        (sha1_hash32(s.encode("utf-8")) for doc in per_doc for s in doc),
+        dtype=np.uint32,
+        count=int(offsets[-1]),
+    )
     return Shingles(offsets, fmix32(raw))
 
 
@@ -133,8 +136,9 @@ def signatures_t(sh: Shingles, num_perm: int = 128, seed: int = 1) -> np.ndarray
     return out
 
 
-def signatures(texts: pl.Series, num_perm: int = 128, shingle_size: int = 5, mode: Mode = "fast",
-               seed: int = 1) -> np.ndarray:
+def signatures(
+    texts: pl.Series, num_perm: int = 128, shingle_size: int = 5, mode: Mode = "fast", seed: int = 1
+) -> np.ndarray:
     """MinHash signatures, one row per text: shape (n_docs, num_perm), uint32.
 
     In `compat` mode row i equals ``datasketch.MinHash(num_perm, seed).update_batch(shingles_i).digest()``.
@@ -226,7 +230,9 @@ def jaccard(sh: Shingles, pairs: np.ndarray) -> np.ndarray:
     q_pair = np.repeat(np.arange(len(pairs)), q_len)
     q_start = np.zeros(len(pairs) + 1, dtype=np.int64)
     np.cumsum(q_len, out=q_start[1:])
-    elems = keys[np.repeat(set_start[small], q_len) + (np.arange(q_start[-1]) - np.repeat(q_start[:-1], q_len))]
+    elems = keys[
+        np.repeat(set_start[small], q_len) + (np.arange(q_start[-1]) - np.repeat(q_start[:-1], q_len))
+    ]
     query = (large[q_pair].astype(np.uint64) << np.uint64(32)) | (elems & np.uint64(0xFFFFFFFF))
     pos = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
     inter = np.bincount(q_pair, weights=keys[pos] == query, minlength=len(pairs))
@@ -242,8 +248,9 @@ class Sketch:
     sig_t: np.ndarray  # (num_perm, n_docs)
 
     @classmethod
-    def of(cls, texts: pl.Series, num_perm: int = 128, shingle_size: int = 5, mode: Mode = "fast",
-           seed: int = 1) -> Sketch:
+    def of(
+        cls, texts: pl.Series, num_perm: int = 128, shingle_size: int = 5, mode: Mode = "fast", seed: int = 1
+    ) -> Sketch:
         sh = hash_shingles(texts, shingle_size, mode)
         return cls(sh, signatures_t(sh, num_perm, seed))
 
@@ -252,8 +259,10 @@ class Sketch:
         counts = np.concatenate([p.shingles.counts for p in parts])
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        return cls(Shingles(offsets, np.concatenate([p.shingles.hashes for p in parts])),
-                   np.concatenate([p.sig_t for p in parts], axis=1))
+        return cls(
+            Shingles(offsets, np.concatenate([p.shingles.hashes for p in parts])),
+            np.concatenate([p.sig_t for p in parts], axis=1),
+        )
 
 
 @dataclass
@@ -279,8 +288,9 @@ def near_duplicates(
     With `verify`, a pair is reported only if its exact Jaccard reaches `threshold`; without it, every
     LSH candidate is reported (datasketch's semantics)."""
     sk = texts if isinstance(texts, Sketch) else Sketch.of(texts, num_perm, shingle_size, mode, seed)
-    bands, rows = params or lsh_params(threshold, sk.sig_t.shape[0],
-                                       RECALL_WEIGHTS if verify else BALANCED_WEIGHTS)
+    bands, rows = params or lsh_params(
+        threshold, sk.sig_t.shape[0], RECALL_WEIGHTS if verify else BALANCED_WEIGHTS
+    )
     cand = candidate_pairs(sk.sig_t, bands, rows, active=sk.shingles.counts > 0)
     sim = jaccard(sk.shingles, cand)
     keep = sim >= threshold if verify else np.ones(len(cand), dtype=bool)

@@ -69,8 +69,12 @@ class EngineSampler:
             self._state.update(tok=load_tokenizer(self.checkpoint), engine=Engine(model, self.batch_size))
         tok, engine = self._state["tok"], self._state["engine"]
         ids = [tok(self.template.format(prompt=p))["input_ids"] for p in prompts]
-        params = SamplingParams(temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
-                                stop_token_ids=(tok.eos_token_id,))
+        params = SamplingParams(
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            stop_token_ids=(tok.eos_token_id,),
+        )
         done = engine.generate([p for p in ids for _ in range(k)], params)
         texts = [tok.decode(c.token_ids, skip_special_tokens=True) for c in done]
         return [texts[i * k : (i + 1) * k] for i in range(len(prompts))]
@@ -107,11 +111,19 @@ def passrate_filter(
     rate = pl.Series("pass_rate", [c / k for c in correct], dtype=pl.Float64)
     out = df.with_columns(rate)
     reasons = pl.select(
-        pl.when(rate <= low).then(pl.format(f"too hard: pass rate {{}} <= {low} ({k} samples)", rate.round(3)))
-        .when(rate >= high).then(pl.format(f"too easy: pass rate {{}} >= {high} ({k} samples)", rate.round(3)))
+        pl.when(rate <= low)
+        .then(pl.format(f"too hard: pass rate {{}} <= {low} ({k} samples)", rate.round(3)))
+        .when(rate >= high)
+        .then(pl.format(f"too easy: pass rate {{}} >= {high} ({k} samples)", rate.round(3)))
     ).to_series()
-    rates = pl.DataFrame({"id": df[id_column], "pass_rate": rate, "correct": correct, "samples": [k] * df.height},
-                         schema_overrides={"correct": pl.Int64, "samples": pl.Int64})
-    return split_by_reason(out, reasons, "pass-rate",
-                           f"pass rate outside ({low}, {high}) over {k} samples from {sampler.name}",
-                           rates=rates)
+    rates = pl.DataFrame(
+        {"id": df[id_column], "pass_rate": rate, "correct": correct, "samples": [k] * df.height},
+        schema_overrides={"correct": pl.Int64, "samples": pl.Int64},
+    )
+    return split_by_reason(
+        out,
+        reasons,
+        "pass-rate",
+        f"pass rate outside ({low}, {high}) over {k} samples from {sampler.name}",
+        rates=rates,
+    )

@@ -39,6 +39,7 @@ def split_by_reason(df: pl.DataFrame, reason: pl.Series, step: str, summary: str
 
 def merge_results(parts: list[StepResult], order_by: str | None = None) -> StepResult:
     """One StepResult from the same step run over shards (counts summed, frames concatenated)."""
+
     def cat(frames: list[pl.DataFrame | None]) -> pl.DataFrame | None:
         frames = [f for f in frames if f is not None]
         if not frames:
@@ -47,8 +48,14 @@ def merge_results(parts: list[StepResult], order_by: str | None = None) -> StepR
         return out.sort(order_by) if order_by and order_by in out.columns else out
 
     first = parts[0].count
-    count = StepCount(first.step, sum(p.count.rows_in for p in parts), sum(p.count.rows_out for p in parts),
-                      first.reason)
-    return StepResult(cat([p.kept for p in parts]), cat([p.removed for p in parts]), count,
-                      clusters=cat([p.clusters for p in parts]), matches=cat([p.matches for p in parts]),
-                      rates=cat([p.rates for p in parts]))
+    count = StepCount(
+        first.step, sum(p.count.rows_in for p in parts), sum(p.count.rows_out for p in parts), first.reason
+    )
+    return StepResult(
+        cat([p.kept for p in parts]),
+        cat([p.removed for p in parts]),
+        count,
+        clusters=cat([p.clusters for p in parts]),
+        matches=cat([p.matches for p in parts]),
+        rates=cat([p.rates for p in parts]),
+    )

@@ -12,12 +12,7 @@ WORD = r"\w+"
 
 def normalized(expr: pl.Expr) -> pl.Expr:
     """Exact-dedup key: NFKC (full-width forms, ligatures), lower case, whitespace collapsed."""
-    return (
-        expr.str.normalize("NFKC")
-        .str.to_lowercase()
-        .str.replace_all(r"\s+", " ")
-        .str.strip_chars()
-    )
+    return expr.str.normalize("NFKC").str.to_lowercase().str.replace_all(r"\s+", " ").str.strip_chars()
 
 
 def word_tokens(texts: pl.Series) -> tuple[pl.Series, np.ndarray]:
@@ -62,8 +57,9 @@ def token_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     return tokens.hash(seed=0x5EED).to_numpy(), tok_off
 
 
-def ngram_hashes(texts: pl.Series | tuple[np.ndarray, np.ndarray], n: int,
-                 short: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def ngram_hashes(
+    texts: pl.Series | tuple[np.ndarray, np.ndarray], n: int, short: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """64-bit hashes of every word n-gram of every text: doc i owns hashes[offsets[i]:offsets[i+1]].
 
     A hash is a polynomial in its token hashes (mod 2^64): equal n-grams hash equally and distinct

@@ -23,12 +23,64 @@ from flows.schema import ITEM_COLUMNS
 MAX_CLEAN_JACCARD = 0.35  # far below any near-dup threshold worth using
 NEAR_DUP_MIN_JACCARD = 0.8
 
-NAMES = ["Ada", "Bela", "Chen", "Dara", "Emeka", "Farah", "Goran", "Hana", "Ivo", "Jun", "Kofi", "Lena",
-         "Mateo", "Nia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Viktor", "Wen", "Yara"]
-ITEMS = ["apple", "marble", "sticker", "pencil", "stamp", "coin", "shell", "card", "button", "ribbon",
-         "candle", "brick", "feather", "bead", "ticket", "acorn"]
-PLACES = ["market", "library", "harbour", "school fair", "bakery", "museum shop", "garden centre",
-          "train station", "bookshop", "street festival", "farm stall", "toy store"]
+NAMES = [
+    "Ada",
+    "Bela",
+    "Chen",
+    "Dara",
+    "Emeka",
+    "Farah",
+    "Goran",
+    "Hana",
+    "Ivo",
+    "Jun",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nia",
+    "Omar",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tariq",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Yara",
+]
+ITEMS = [
+    "apple",
+    "marble",
+    "sticker",
+    "pencil",
+    "stamp",
+    "coin",
+    "shell",
+    "card",
+    "button",
+    "ribbon",
+    "candle",
+    "brick",
+    "feather",
+    "bead",
+    "ticket",
+    "acorn",
+]
+PLACES = [
+    "market",
+    "library",
+    "harbour",
+    "school fair",
+    "bakery",
+    "museum shop",
+    "garden centre",
+    "train station",
+    "bookshop",
+    "street festival",
+    "farm stall",
+    "toy store",
+]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 UNITS = ["metres", "litres", "kilograms", "pages", "laps", "minutes"]
 
@@ -46,9 +98,9 @@ def _pick(rng: random.Random, xs: list[str], k: int = 1) -> list[str]:
 
 def _shop(rng: random.Random) -> Problem:
     a, b = _pick(rng, NAMES, 2)
-    item, = _pick(rng, ITEMS)
-    place, = _pick(rng, PLACES)
-    day, = _pick(rng, DAYS)
+    (item,) = _pick(rng, ITEMS)
+    (place,) = _pick(rng, PLACES)
+    (day,) = _pick(rng, DAYS)
     n1, n2, n3 = rng.randint(12, 90), rng.randint(2, 11), rng.randint(3, 29)
     total = n1 - n2 + n3
     return Problem(
@@ -61,9 +113,9 @@ def _shop(rng: random.Random) -> Problem:
 
 
 def _rate(rng: random.Random) -> Problem:
-    a, = _pick(rng, NAMES)
-    unit, = _pick(rng, UNITS)
-    day, = _pick(rng, DAYS)
+    (a,) = _pick(rng, NAMES)
+    (unit,) = _pick(rng, UNITS)
+    (day,) = _pick(rng, DAYS)
     per, days = rng.randint(3, 40), rng.randint(2, 14)
     extra = rng.randint(1, 50)
     total = per * days + extra
@@ -77,9 +129,9 @@ def _rate(rng: random.Random) -> Problem:
 
 
 def _linear(rng: random.Random) -> Problem:
-    a, = _pick(rng, NAMES)
+    (a,) = _pick(rng, NAMES)
     x, m, c = rng.randint(2, 30), rng.randint(2, 12), rng.randint(1, 60)
-    item, = _pick(rng, ITEMS)
+    (item,) = _pick(rng, ITEMS)
     return Problem(
         f"{a} thinks of a secret number of {item}s, multiplies it by {m}, adds {c}, and announces the "
         f"result {m * x + c} to the class. Which number of {item}s did {a} start from?",
@@ -90,8 +142,8 @@ def _linear(rng: random.Random) -> Problem:
 
 def _share(rng: random.Random) -> Problem:
     a, b, c = _pick(rng, NAMES, 3)
-    item, = _pick(rng, ITEMS)
-    place, = _pick(rng, PLACES)
+    (item,) = _pick(rng, ITEMS)
+    (place,) = _pick(rng, PLACES)
     each, people = rng.randint(2, 25), rng.randint(3, 9)
     left = rng.randint(0, people - 1)
     total = each * people + left
@@ -106,8 +158,8 @@ def _share(rng: random.Random) -> Problem:
 
 
 def _area(rng: random.Random) -> Problem:
-    a, = _pick(rng, NAMES)
-    place, = _pick(rng, PLACES)
+    (a,) = _pick(rng, NAMES)
+    (place,) = _pick(rng, PLACES)
     w, h, cut = rng.randint(3, 30), rng.randint(3, 30), rng.randint(1, 2)
     cw, ch = rng.randint(1, w - 1 if w > 1 else 1), rng.randint(1, h - 1 if h > 1 else 1)
     area = w * h - cut * cw * ch
@@ -124,9 +176,9 @@ def _area(rng: random.Random) -> Problem:
 def _recall(rng: random.Random) -> Problem:
     """The easy family: the answer is stated in the problem, so even a tiny model can learn it."""
     a, b = _pick(rng, NAMES, 2)
-    item, = _pick(rng, ITEMS)
-    place, = _pick(rng, PLACES)
-    day, = _pick(rng, DAYS)
+    (item,) = _pick(rng, ITEMS)
+    (place,) = _pick(rng, PLACES)
+    (day,) = _pick(rng, DAYS)
     n = rng.randint(2, 99)
     return Problem(
         f"{a} packs {n} {item}s at the {place} on {day} while {b} watches. "
@@ -181,7 +233,10 @@ def _near_duplicate(p: Problem, rng: random.Random) -> str:
         i = rng.randrange(len(w))
         w[i] = {"the": "a", "and": "and then", "a": "one"}.get(w[i].lower(), w[i] + ",")
         text = " ".join(w)
-        if jaccard(shingles(text), shingles(p.prompt)) >= NEAR_DUP_MIN_JACCARD and text.lower() != p.prompt.lower():
+        if (
+            jaccard(shingles(text), shingles(p.prompt)) >= NEAR_DUP_MIN_JACCARD
+            and text.lower() != p.prompt.lower()
+        ):
             return text
     raise RuntimeError("no near-duplicate edit kept the Jaccard high enough")
 
@@ -227,7 +282,9 @@ def generate(
     for src in rng.sample(range(len(problems)), min(n_exact_duplicates, len(problems))):
         p = problems[src]
         # Same text up to case and spacing: exact dedup normalises both.
-        rows.append(_item(nxt, "  " + p.prompt.upper() + " ", p.solution, p.answer, "exact", f"math-{src:05d}"))
+        rows.append(
+            _item(nxt, "  " + p.prompt.upper() + " ", p.solution, p.answer, "exact", f"math-{src:05d}")
+        )
         nxt += 1
     for src in rng.sample(range(len(problems)), min(n_near_duplicates, len(problems))):
         p = problems[src]
@@ -242,7 +299,7 @@ def generate(
         rows.append(_item(nxt, p.prompt, reference, "", "unparseable"))
         nxt += 1
     # Planted rows come after every original, so keep-first dedup keeps the originals.
-    planted = rows[len(problems):]
+    planted = rows[len(problems) :]
     rng.shuffle(planted)
     return pl.DataFrame(rows[: len(problems)] + planted, schema=ITEM_COLUMNS)
 
@@ -252,5 +309,14 @@ def write_benchmark(path, n: int = 40, seed: int = 2024) -> None:
     rng = random.Random(seed)
     with open(path, "w", encoding="utf-8") as fh:
         for i, p in enumerate(distinct_problems(n, rng)):
-            fh.write(json.dumps({"id": f"tinybench#{i}", "prompt": p.prompt, "solution": p.solution,
-                                 "answer": str(p.answer)}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"tinybench#{i}",
+                        "prompt": p.prompt,
+                        "solution": p.solution,
+                        "answer": str(p.answer),
+                    }
+                )
+                + "\n"
+            )

@@ -16,23 +16,34 @@ def openai_server():
 
     servers = []
 
-    def start(chat: Callable[[dict], list[str]], completions: Callable[[dict], list[list[str]]] | None = None):
+    def start(
+        chat: Callable[[dict], list[str]], completions: Callable[[dict], list[list[str]]] | None = None
+    ):
         app = FastAPI()
         seen: list[dict] = []
 
         @app.post("/v1/chat/completions")
         def chat_route(body: dict):
             seen.append(body)
-            return {"choices": [{"index": i, "message": {"role": "assistant", "content": t}}
-                                for i, t in enumerate(chat(body))]}
+            return {
+                "choices": [
+                    {"index": i, "message": {"role": "assistant", "content": t}}
+                    for i, t in enumerate(chat(body))
+                ]
+            }
 
         @app.post("/v1/completions")
         def completions_route(body: dict):
             seen.append(body)
             per_prompt = completions(body)
             n = body.get("n", 1)
-            return {"choices": [{"index": p * n + j, "text": t} for p, texts in enumerate(per_prompt)
-                                for j, t in enumerate(texts)]}
+            return {
+                "choices": [
+                    {"index": p * n + j, "text": t}
+                    for p, texts in enumerate(per_prompt)
+                    for j, t in enumerate(texts)
+                ]
+            }
 
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)

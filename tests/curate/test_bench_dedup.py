@@ -18,9 +18,20 @@ def test_corpus_plants_pairs_across_the_jaccard_range():
 
 
 def test_bench_dedup_tiny_prints_ratios():
-    res = CliRunner().invoke(app, ["bench", "dedup", "--docs", "1500", "--baseline-docs", "400", "--embed-docs", "0"],
-                             terminal_width=160)
+    res = CliRunner().invoke(
+        app,
+        ["bench", "dedup", "--docs", "1500", "--baseline-docs", "400", "--embed-docs", "0"],
+        terminal_width=160,
+    )
     assert res.exit_code == 0, res.output
-    for text in ("datasketch bulk*", "datasketch per-doc*", "vs per-document (target >= 10x)",
-                 "vs bulk (target >= 3x)", "peak memory", "precision", "recall", "docs/s extrapolated"):
+    for text in (
+        "datasketch bulk*",
+        "datasketch per-doc*",
+        "vs per-document (target >= 10x)",
+        "vs bulk (target >= 3x)",
+        "peak memory",
+        "precision",
+        "recall",
+        "docs/s extrapolated",
+    ):
         assert text in res.output, text

@@ -21,7 +21,11 @@ BAD = [
     ("", "1", "empty prompt"),
     ("What is 1+1?", "  ", "empty reference"),
     ("What is 2\ufffd3?", "6", "encoding garbage (U+FFFD replacement characters) in prompt"),
-    ("CafÃ© costs 3 euros, what is twice that?", "6", "encoding garbage (mojibake: UTF-8 read as Latin-1) in prompt"),
+    (
+        "CafÃ© costs 3 euros, what is twice that?",
+        "6",
+        "encoding garbage (mojibake: UTF-8 read as Latin-1) in prompt",
+    ),
     ("Compute $1+\\frac{1}{2}.", "1.5", "broken LaTeX: unbalanced $ in prompt"),
     ("Compute $\\frac{1}{2$.", "0.5", "broken LaTeX: unbalanced braces in prompt"),
     ("Compute \\(x\\) where \\(x = 2.", "2", "broken LaTeX: unbalanced \\( \\) in prompt"),
@@ -30,13 +34,23 @@ BAD = [
     ("(a) Find x if x+1=2. (b) Find y if 2y=4.", "1, 2", "multiple sub-problems"),
     ("True or false: 7 is prime.", "True", "binary question (true/false, yes/no)"),
     ("Is 91 a prime number?", "\\boxed{No}", "binary question (true/false, yes/no)"),
-    ("Which is largest? (A) 1 (B) 2 (C) 3", "The answer is (E)", "multiple choice whose answer option cannot be resolved"),
+    (
+        "Which is largest? (A) 1 (B) 2 (C) 3",
+        "The answer is (E)",
+        "multiple choice whose answer option cannot be resolved",
+    ),
 ]
 
 
 def frame(pairs):
-    return pl.DataFrame({"id": [f"i{k}" for k in range(len(pairs))], "prompt": [p for p, *_ in pairs],
-                         "reference": [r for _, r, *_ in pairs], "metadata": ["{}"] * len(pairs)})
+    return pl.DataFrame(
+        {
+            "id": [f"i{k}" for k in range(len(pairs))],
+            "prompt": [p for p, *_ in pairs],
+            "reference": [r for _, r, *_ in pairs],
+            "metadata": ["{}"] * len(pairs),
+        }
+    )
 
 
 def test_clean_drops_exactly_the_planted_items_with_their_reasons():
@@ -47,8 +61,10 @@ def test_clean_drops_exactly_the_planted_items_with_their_reasons():
 
 
 def test_multiple_choice_reformulated_by_rule():
-    amc = ("What is the value of $2+3$? $\\textbf{(A)}\\ 4 \\qquad\\textbf{(B)}\\ 5 \\qquad\\textbf{(C)}\\ 6"
-           " \\qquad\\textbf{(D)}\\ 7$")
+    amc = (
+        "What is the value of $2+3$? $\\textbf{(A)}\\ 4 \\qquad\\textbf{(B)}\\ 5 \\qquad\\textbf{(C)}\\ 6"
+        " \\qquad\\textbf{(D)}\\ 7$"
+    )
     plain = "Which of the following is a prime?\nA. 4\nB. 6\nC. 7\nD. 9"
     res = clean(frame([(amc, "\\boxed{\\textbf{(B)}}"), (plain, "The answer is C.")]))
     assert res.kept["prompt"].to_list() == ["What is the value of $2+3$?", "What is a prime?"]

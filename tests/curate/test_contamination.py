@@ -17,7 +17,9 @@ def sentence(rng: random.Random, n: int) -> str:
 
 def test_planted_leaks_removed_with_their_benchmark_item():
     rng = random.Random(0)
-    bench = pl.DataFrame({"id": [f"aime#{i}" for i in range(10)], "prompt": [sentence(rng, 30) for _ in range(10)]})
+    bench = pl.DataFrame(
+        {"id": [f"aime#{i}" for i in range(10)], "prompt": [sentence(rng, 30) for _ in range(10)]}
+    )
     short = pl.DataFrame({"prompt": ["What is 2 plus 2", sentence(rng, 25)]})  # no id column: ids made
     clean = [sentence(rng, 40) for _ in range(30)]
     b3 = bench["prompt"][3].split()
@@ -55,8 +57,12 @@ def test_unicode_empty_and_very_long_documents():
     bench = pl.DataFrame({"id": ["fr#1"], "prompt": [bench_text]})
     long_clean = sentence(rng, 50_000)
     long_leak = sentence(rng, 30_000) + " " + bench_text.upper() + " " + sentence(rng, 30_000)
-    df = pl.DataFrame({"id": ["empty", "none", "long", "leak", "uni"],
-                       "prompt": ["", None, long_clean, long_leak, "Soit ƒ une fonction définie sur ℝ"]})
+    df = pl.DataFrame(
+        {
+            "id": ["empty", "none", "long", "leak", "uni"],
+            "prompt": ["", None, long_clean, long_leak, "Soit ƒ une fonction définie sur ℝ"],
+        }
+    )
     res = decontaminate(df, {"fr": bench})
     assert res.removed["id"].to_list() == ["leak"]
     assert res.matches["score"].to_list() == [1.0]

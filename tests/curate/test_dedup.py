@@ -52,7 +52,9 @@ def test_minhash_dedup_removes_only_planted_near_duplicates(mode):
         w = d.split()
         w[20] = "edited"  # one word: Jaccard (36-5)/(36+5) ~ 0.76 on 5-gram shingles
         near.append(" ".join(w) + " !!")
-    far = [" ".join(d.split()[:20]) + " " + " ".join(distinct_docs(1, seed=99, words=20)) for d in docs[10:15]]
+    far = [
+        " ".join(d.split()[:20]) + " " + " ".join(distinct_docs(1, seed=99, words=20)) for d in docs[10:15]
+    ]
     df = frame(docs + ["", "short", "short"] + near + far)
     res = minhash_dedup(df, threshold=0.7, mode=mode)
     n = len(docs) + 3

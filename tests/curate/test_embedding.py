@@ -49,6 +49,8 @@ def test_embedding_contamination_names_the_benchmark_item(vectors):
     df = pl.DataFrame({"id": ["p0", "p1", "q"], "prompt": [*PARAPHRASES, ITEMS[3]]})
     bench = {"bench": pl.DataFrame({"id": ["b0", "b1"], "prompt": [ITEMS[0], ITEMS[2]]})}
     res = decontaminate(df, bench, ngram=13, embedding_threshold=0.85)
-    assert res.matches.select("id", "benchmark_id", "method").rows() == [("p0", "b0", "embedding"),
-                                                                         ("p1", "b1", "embedding")]
+    assert res.matches.select("id", "benchmark_id", "method").rows() == [
+        ("p0", "b0", "embedding"),
+        ("p1", "b1", "embedding"),
+    ]
     assert res.kept["id"].to_list() == ["q"]

@@ -12,16 +12,29 @@ from flows.cli import app
 from flows.config import PipelineConfig
 from flows.store import DatasetStore
 
-PLANTED = {"exact-dedup": "exact", "minhash-dedup": "near", "decontaminate": "leak", "answer-check": "unparseable"}
+PLANTED = {
+    "exact-dedup": "exact",
+    "minhash-dedup": "near",
+    "decontaminate": "leak",
+    "answer-check": "unparseable",
+}
 
 
 def tiny_config(home, **curate) -> PipelineConfig:
-    return PipelineConfig.model_validate({
-        "name": "t", "home": str(home),
-        "data": {"n_problems": 40, "n_exact_duplicates": 4, "n_near_duplicates": 4, "n_benchmark_leaks": 3,
-                 "n_unparseable": 2},
-        "curate": {"shards": 3, **curate},
-    })
+    return PipelineConfig.model_validate(
+        {
+            "name": "t",
+            "home": str(home),
+            "data": {
+                "n_problems": 40,
+                "n_exact_duplicates": 4,
+                "n_near_duplicates": 4,
+                "n_benchmark_leaks": 3,
+                "n_unparseable": 2,
+            },
+            "curate": {"shards": 3, **curate},
+        }
+    )
 
 
 def planted_kind(df: pl.DataFrame) -> list[str | None]:
@@ -38,7 +51,9 @@ def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_pat
     removed = store.quarantine("t-curation")
     for step, kind in PLANTED.items():
         got = removed.filter(pl.col("step") == step)
-        assert planted_kind(got).count(kind) == {"exact": 4, "near": 4, "leak": 3, "unparseable": 2}[kind], step
+        assert planted_kind(got).count(kind) == {"exact": 4, "near": 4, "leak": 3, "unparseable": 2}[kind], (
+            step
+        )
         count = next(s for s in manifest["steps"] if s["step"] == step)
         assert count["removed"] == got.height
     assert removed.filter(pl.col("step") == "clean").height == 0
@@ -99,8 +114,9 @@ def test_dask_runner_gives_the_same_output_as_local(prefect_harness, tmp_path):
 
     local = run(tiny_config(tmp_path / "local", shards=3))["manifest"]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        dask = run(tiny_config(tmp_path / "dask", shards=3, runner="dask",
-                               dask_address=cluster.scheduler_address))["manifest"]
+        dask = run(
+            tiny_config(tmp_path / "dask", shards=3, runner="dask", dask_address=cluster.scheduler_address)
+        )["manifest"]
     assert [s | {"removed": 0} for s in dask["steps"]] == [s | {"removed": 0} for s in local["steps"]]
     a = DatasetStore(tmp_path / "local").read("t-curation")
     b = DatasetStore(tmp_path / "dask").read("t-curation")
@@ -110,21 +126,36 @@ def test_dask_runner_gives_the_same_output_as_local(prefect_harness, tmp_path):
 def test_flow_dedups_across_sources_and_separates_from_sft(prefect_harness, tmp_path):
     from flows.curate.flow import curate_flow as run
 
-    rows = [{"problem": f"Compute {a} plus {b} and then multiply the result by {a} to get the final total value",
-             "solution": f"\\boxed{{{(a + b) * a}}}"} for a, b in [(3, 4), (5, 6), (7, 8), (9, 10), (11, 12)]]
+    rows = [
+        {
+            "problem": f"Compute {a} plus {b} and then multiply the result by {a} to get the final total value",
+            "solution": f"\\boxed{{{(a + b) * a}}}",
+        }
+        for a, b in [(3, 4), (5, 6), (7, 8), (9, 10), (11, 12)]
+    ]
     first, second, sft = tmp_path / "first.jsonl", tmp_path / "second.jsonl", tmp_path / "sft.jsonl"
     first.write_text("".join(json.dumps(r) + "\n" for r in rows[:3]) + "{broken\n")
     second.write_text("".join(json.dumps(r) + "\n" for r in [rows[0], rows[3], rows[4]]))  # rows[0] again
     sft.write_text(json.dumps({"id": "sft-1", "prompt": rows[4]["problem"]}) + "\n")
-    cfg = PipelineConfig.model_validate({
-        "name": "src", "home": str(tmp_path / "home"),
-        "curate": {"shards": 2, "sft_path": str(sft), "sources": [
-            {"path": str(first), "name": "first"}, {"path": str(second), "name": "second"}]},
-    })
+    cfg = PipelineConfig.model_validate(
+        {
+            "name": "src",
+            "home": str(tmp_path / "home"),
+            "curate": {
+                "shards": 2,
+                "sft_path": str(sft),
+                "sources": [{"path": str(first), "name": "first"}, {"path": str(second), "name": "second"}],
+            },
+        }
+    )
     run(cfg)
     store = DatasetStore(cfg.home)
-    assert store.read("src-curation")["id"].to_list() == ["first-000000", "first-000001", "first-000002",
-                                                          "second-000001"]
+    assert store.read("src-curation")["id"].to_list() == [
+        "first-000000",
+        "first-000001",
+        "first-000002",
+        "second-000001",
+    ]
     removed = store.quarantine("src-curation")
     by_step = dict(zip(removed["step"], removed["reason"], strict=True))
     assert by_step["ingest"].startswith("line 4: invalid JSON")

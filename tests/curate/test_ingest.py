@@ -18,14 +18,17 @@ def write_jsonl(path, lines):
 
 
 def test_jsonl_with_broken_lines_mapping_and_missing_ids(tmp_path):
-    path = write_jsonl(tmp_path / "mix.jsonl", [
-        json.dumps({"problem": "What is 1+1?", "solution": "\\boxed{2}", "level": 3}),
-        '{"problem": "broken", ',
-        json.dumps({"id": "keep-me", "problem": "Ünïcödé 2+2?", "solution": "4", "metadata": {"a": 1}}),
-        "[1, 2]",
-        json.dumps({"problem": "", "solution": "1"}),
-        "",
-    ])
+    path = write_jsonl(
+        tmp_path / "mix.jsonl",
+        [
+            json.dumps({"problem": "What is 1+1?", "solution": "\\boxed{2}", "level": 3}),
+            '{"problem": "broken", ',
+            json.dumps({"id": "keep-me", "problem": "Ünïcödé 2+2?", "solution": "4", "metadata": {"a": 1}}),
+            "[1, 2]",
+            json.dumps({"problem": "", "solution": "1"}),
+            "",
+        ],
+    )
     got = load_items(path, source="mix")
     assert got.items.columns == list(ITEM_COLUMNS)
     assert got.items["id"].to_list() == ["mix-000000", "keep-me"]
@@ -46,29 +49,36 @@ def test_parquet_and_explicit_mapping(tmp_path):
     pl.DataFrame({"q": ["a?", "b?"], "sol": ["1", "2"], "uid": [7, 8]}).write_parquet(path)
     got = load_items(path, mapping={"prompt": "q", "reference": "sol", "id": "uid"}, domain="math")
     assert got.items.select("id", "prompt", "reference", "source").rows() == [
-        ("7", "a?", "1", "p"), ("8", "b?", "2", "p")]
+        ("7", "a?", "1", "p"),
+        ("8", "b?", "2", "p"),
+    ]
     with pytest.raises(InputError, match="mapping prompt=nope: no column 'nope'"):
         load_items(path, mapping={"prompt": "nope"})
 
 
 def test_hf_dataset_saved_to_disk(tmp_path):
     datasets = pytest.importorskip("datasets")
-    dd = datasets.DatasetDict({
-        "train": datasets.Dataset.from_dict({"question": ["x?", "y?"], "answer": ["1", "2"]}),
-        "test": datasets.Dataset.from_dict({"question": ["z?"], "answer": ["3"]}),
-    })
+    dd = datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict({"question": ["x?", "y?"], "answer": ["1", "2"]}),
+            "test": datasets.Dataset.from_dict({"question": ["z?"], "answer": ["3"]}),
+        }
+    )
     dd.save_to_disk(str(tmp_path / "ds"))
     got = load_items(tmp_path / "ds", source="hf")
     assert got.items["prompt"].to_list() == ["x?", "y?"] and got.items["reference"].to_list() == ["1", "2"]
     assert load_items(tmp_path / "ds", split="test").items["prompt"].to_list() == ["z?"]
 
 
-@pytest.mark.parametrize("name,content,message", [
-    ("missing.jsonl", None, "file not found"),
-    ("bad.parquet", b"not parquet", "not a readable Parquet file"),
-    ("x.csv", b"a,b", "unknown file type"),
-    ("noprompt.jsonl", b'{"foo": 1}\n', "no prompt column"),
-])
+@pytest.mark.parametrize(
+    "name,content,message",
+    [
+        ("missing.jsonl", None, "file not found"),
+        ("bad.parquet", b"not parquet", "not a readable Parquet file"),
+        ("x.csv", b"a,b", "unknown file type"),
+        ("noprompt.jsonl", b'{"foo": 1}\n', "no prompt column"),
+    ],
+)
 def test_bad_files_are_one_line_input_errors(tmp_path, name, content, message):
     path = tmp_path / name
     if content is not None:

@@ -60,15 +60,21 @@ def test_lsh_candidates_equal_datasketch_index():
     docs = base + [" ".join(d.split()[:-1]) for d in base[10:60]]  # planted near-copies
     texts = pl.Series(docs)
     b, r = lsh_params(0.7, 128)
-    ours = candidate_pairs(signatures_t(hash_shingles(texts, mode="compat"), 128), b, r,
-                           active=hash_shingles(texts).counts > 0)
+    ours = candidate_pairs(
+        signatures_t(hash_shingles(texts, mode="compat"), 128), b, r, active=hash_shingles(texts).counts > 0
+    )
     lsh = MinHashLSH(threshold=0.7, num_perm=128)
     sketches = [datasketch_minhash(d) for d in docs]
     for i, m in enumerate(sketches):
         if not m.is_empty():
             lsh.insert(i, m)
-    theirs = {(min(i, j), max(i, j)) for i, m in enumerate(sketches) if not m.is_empty()
-              for j in lsh.query(m) if j != i}
+    theirs = {
+        (min(i, j), max(i, j))
+        for i, m in enumerate(sketches)
+        if not m.is_empty()
+        for j in lsh.query(m)
+        if j != i
+    }
     assert {tuple(p) for p in ours.tolist()} == theirs
     assert len(theirs) >= 40
 

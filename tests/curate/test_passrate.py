@@ -8,24 +8,30 @@ import pytest
 from flows.curate.llm import Endpoint
 from flows.curate.passrate import EndpointSampler, passrate_filter
 
-ITEMS = pl.DataFrame({
-    "id": ["easy", "medium", "hard", "unicode"],
-    "prompt": ["1+1?", "2+2?", "3+3?", "Ωμέγα: 5+5?"],
-    "answer": ["2", "4", "6", "10"],
-})
+ITEMS = pl.DataFrame(
+    {
+        "id": ["easy", "medium", "hard", "unicode"],
+        "prompt": ["1+1?", "2+2?", "3+3?", "Ωμέγα: 5+5?"],
+        "answer": ["2", "4", "6", "10"],
+    }
+)
 # How many of the k samples the 'policy' answers correctly, per prompt.
 SOLVED = {"1+1?": 8, "2+2?": 4, "3+3?": 0, "Ωμέγα: 5+5?": 2}
 
 
 def policy(prompt: str, n: int) -> list[str]:
     right = ITEMS.filter(pl.col("prompt") == prompt)["answer"][0]
-    return [f"Thinking... the answer is \\boxed{{{right if i < SOLVED[prompt] else 'wrong'}}}" for i in range(n)]
+    return [
+        f"Thinking... the answer is \\boxed{{{right if i < SOLVED[prompt] else 'wrong'}}}" for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("api", ["chat", "completions"])
 def test_passrate_keeps_items_strictly_between_bounds(openai_server, api):
-    url, seen = openai_server(lambda b: policy(b["messages"][-1]["content"], b["n"]),
-                              lambda b: [policy(p, b["n"]) for p in b["prompt"]])
+    url, seen = openai_server(
+        lambda b: policy(b["messages"][-1]["content"], b["n"]),
+        lambda b: [policy(p, b["n"]) for p in b["prompt"]],
+    )
     sampler = EndpointSampler(Endpoint(url, model="policy"), api=api, max_tokens=64)
     res = passrate_filter(ITEMS, sampler, k=8, low=0.0, high=0.9)
     assert res.kept["id"].to_list() == ["medium", "unicode"]
@@ -46,9 +52,17 @@ def test_engine_sampler_runs_the_bundled_model_in_process(tmp_path):
 
     tok = train_tokenizer(["what is one plus one? the answer is 2"] * 20, vocab_size=300)
     torch.manual_seed(0)
-    cfg = M1Config(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                   num_key_value_heads=1, head_dim=16, intermediate_size=32, num_local_experts=2,
-                   num_experts_per_tok=1)
+    cfg = M1Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        intermediate_size=32,
+        num_local_experts=2,
+        num_experts_per_tok=1,
+    )
     M1ForCausalLM(cfg).save_pretrained(tmp_path / "ckpt", tokenizer=tok)
     sampler = EngineSampler(tmp_path / "ckpt", max_tokens=6, seed=1)
     samples = sampler.sample(["1+1?", "2+2?"], k=3)

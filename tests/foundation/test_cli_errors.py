@@ -18,25 +18,55 @@ def _items(path: Path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-GOOD = {"id": "a", "source": "s", "domain": "math", "task": "t", "prompt": "p", "reference": "\\boxed{1}",
-        "metadata": "{}"}
+GOOD = {
+    "id": "a",
+    "source": "s",
+    "domain": "math",
+    "task": "t",
+    "prompt": "p",
+    "reference": "\\boxed{1}",
+    "metadata": "{}",
+}
 
 
 @pytest.mark.parametrize(
     ("setup", "expected"),
     [
         (lambda d: ["--config", str(d / "missing.toml")], "missing.toml: config file not found"),
-        (lambda d: (d / "bad.toml").write_text("[train\n") and ["--config", str(d / "bad.toml")],
-         "bad.toml: malformed toml"),
-        (lambda d: (d / "neg.toml").write_text("[train]\nrl_steps = -2\n") and ["--config", str(d / "neg.toml")],
-         "train.rl_steps"),
-        (lambda d: _items(d / "cols.jsonl", [{k: v for k, v in GOOD.items() if k != "prompt"}])
-         or ["--set", f"data.input_path={d / 'cols.jsonl'}"], "cols.jsonl: missing column(s) prompt"),
-        (lambda d: (d / "broken.jsonl").write_text(json.dumps(GOOD) + "\n{not json\n")
-         and ["--set", f"data.input_path={d / 'broken.jsonl'}"], "broken.jsonl: line 2"),
+        (
+            lambda d: (d / "bad.toml").write_text("[train\n") and ["--config", str(d / "bad.toml")],
+            "bad.toml: malformed toml",
+        ),
+        (
+            lambda d: (
+                (d / "neg.toml").write_text("[train]\nrl_steps = -2\n") and ["--config", str(d / "neg.toml")]
+            ),
+            "train.rl_steps",
+        ),
+        (
+            lambda d: (
+                _items(d / "cols.jsonl", [{k: v for k, v in GOOD.items() if k != "prompt"}])
+                or ["--set", f"data.input_path={d / 'cols.jsonl'}"]
+            ),
+            "cols.jsonl: missing column(s) prompt",
+        ),
+        (
+            lambda d: (
+                (d / "broken.jsonl").write_text(json.dumps(GOOD) + "\n{not json\n")
+                and ["--set", f"data.input_path={d / 'broken.jsonl'}"]
+            ),
+            "broken.jsonl: line 2",
+        ),
         (lambda d: ["--set", f"data.benchmark_paths=[{d / 'nope.jsonl'}]"], "nope.jsonl"),
     ],
-    ids=["missing-config", "malformed-config", "invalid-value", "missing-column", "broken-json", "missing-bench"],
+    ids=[
+        "missing-config",
+        "malformed-config",
+        "invalid-value",
+        "missing-column",
+        "broken-json",
+        "missing-bench",
+    ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, m1_home, setup, expected):
     args = setup(tmp_path)

@@ -13,18 +13,42 @@ from flows.store import DatasetStore
 
 SMALL = {
     "name": "e2e",
-    "data": {"n_problems": 60, "n_exact_duplicates": 4, "n_near_duplicates": 4, "n_benchmark_leaks": 3,
-             "n_unparseable": 3},
-    "model": {"hidden_size": 32, "num_hidden_layers": 2, "intermediate_size": 48, "num_local_experts": 2,
-              "num_experts_per_tok": 1, "softmax_every": 2, "vocab_size": 320},
-    "train": {"sft_steps": 30, "rl_steps": 2, "dynamic_sampling": False, "prompts_per_step": 2, "group_size": 4, "batch_size": 8,
-              "max_new_tokens": 6, "max_sampling_rounds": 1},
+    "data": {
+        "n_problems": 60,
+        "n_exact_duplicates": 4,
+        "n_near_duplicates": 4,
+        "n_benchmark_leaks": 3,
+        "n_unparseable": 3,
+    },
+    "model": {
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "intermediate_size": 48,
+        "num_local_experts": 2,
+        "num_experts_per_tok": 1,
+        "softmax_every": 2,
+        "vocab_size": 320,
+    },
+    "train": {
+        "sft_steps": 30,
+        "rl_steps": 2,
+        "dynamic_sampling": False,
+        "prompts_per_step": 2,
+        "group_size": 4,
+        "batch_size": 8,
+        "max_new_tokens": 6,
+        "max_sampling_rounds": 1,
+    },
     "eval": {"n_items": 6, "max_new_tokens": 6},
 }
 
 
-PLANTED_SETTING = {"exact": "n_exact_duplicates", "near": "n_near_duplicates", "leak": "n_benchmark_leaks",
-                   "unparseable": "n_unparseable"}
+PLANTED_SETTING = {
+    "exact": "n_exact_duplicates",
+    "near": "n_near_duplicates",
+    "leak": "n_benchmark_leaks",
+    "unparseable": "n_unparseable",
+}
 
 
 @pytest.mark.slow
@@ -36,7 +60,9 @@ def test_skeleton_pipeline_end_to_end(prefect_harness, m1_home):
     curated = store.read("e2e-curated")
     rejected = store.quarantine("e2e-curated")
     planted = rejected.with_columns(
-        pl.col("metadata").map_elements(lambda m: json.loads(m)["planted"], return_dtype=pl.String).alias("planted")
+        pl.col("metadata")
+        .map_elements(lambda m: json.loads(m)["planted"], return_dtype=pl.String)
+        .alias("planted")
     )
     for step, kind in PLANTED_BY_STEP.items():
         removed = planted.filter(pl.col("step") == step)

@@ -8,8 +8,15 @@ from flows.schema import ITEM_COLUMNS, validate_items
 
 
 def _row(**kw):
-    base = {"id": "a", "source": "s", "domain": "math", "task": "t", "prompt": "What is 1+1?",
-            "reference": "2", "metadata": "{}"}
+    base = {
+        "id": "a",
+        "source": "s",
+        "domain": "math",
+        "task": "t",
+        "prompt": "What is 1+1?",
+        "reference": "2",
+        "metadata": "{}",
+    }
     return base | kw
 
 

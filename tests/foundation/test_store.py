@@ -18,7 +18,10 @@ def test_versions_manifest_and_quarantine(tmp_path):
     m1 = store.write("items", pl.DataFrame({"x": [1, 2, 3]}), params={"seed": 0})
     q = pl.DataFrame({"x": [9], "reason": ["bad"]})
     m2 = store.write(
-        "items", pl.DataFrame({"x": [1, 2]}), parents=[m1.ref], steps=[StepCount("dedup", 3, 2, "dup")],
+        "items",
+        pl.DataFrame({"x": [1, 2]}),
+        parents=[m1.ref],
+        steps=[StepCount("dedup", 3, 2, "dup")],
         quarantine=q,
     )
     assert (m1.version, m2.version) == (1, 2)

@@ -47,11 +47,16 @@ class OracleServer:
                     return
                 server.requests += 1
                 choices = [
-                    {"index": i, "message": {"role": "assistant", "content": server.answer(prompt, i)},
-                     "finish_reason": "stop"}
+                    {
+                        "index": i,
+                        "message": {"role": "assistant", "content": server.answer(prompt, i)},
+                        "finish_reason": "stop",
+                    }
                     for i in range(int(body.get("n", 1)))
                 ]
-                data = json.dumps({"object": "chat.completion", "model": body.get("model"), "choices": choices})
+                data = json.dumps(
+                    {"object": "chat.completion", "model": body.get("model"), "choices": choices}
+                )
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -74,7 +79,9 @@ class OracleServer:
         gold, near_miss, difficulty = self.gold[prompt]
         digest = hashlib.sha256(f"{prompt}\0{index}".encode()).hexdigest()
         correct = random.Random(digest).random() < p_correct(difficulty)
-        return f"<think>Checking the rules.</think>\nFinal:\n<answer>{gold if correct else near_miss}</answer>"
+        return (
+            f"<think>Checking the rules.</think>\nFinal:\n<answer>{gold if correct else near_miss}</answer>"
+        )
 
 
 @pytest.fixture

@@ -68,9 +68,7 @@ def test_calibration_against_an_http_policy(oracle_server, m1_home):
     policy = PolicySpec(endpoint=oracle_server.url, model="oracle", concurrency=4)
     rows, bands = calibrate(endpoint_sampler(policy), params)
 
-    assert {(r["task"], r["difficulty"]) for r in rows} == {
-        (t, d) for t in TASKS for d in range(1, 7)
-    }
+    assert {(r["task"], r["difficulty"]) for r in rows} == {(t, d) for t in TASKS for d in range(1, 7)}
     for row in rows:
         assert row["samples"] == params.k * params.instances
         if row["difficulty"] == 1:
@@ -104,8 +102,20 @@ def test_calibration_flow_and_cli(oracle_server, prefect_harness, m1_home):
     oracle_server.load(["lights_out"], 2)
     out = CliRunner().invoke(
         app,
-        ["logic", "calibrate", "--endpoint", oracle_server.url, "--tasks", "lights_out", "--k", "2",
-         "--instances", "2", "--difficulties", "1,2,5"],
+        [
+            "logic",
+            "calibrate",
+            "--endpoint",
+            oracle_server.url,
+            "--tasks",
+            "lights_out",
+            "--k",
+            "2",
+            "--instances",
+            "2",
+            "--difficulties",
+            "1,2,5",
+        ],
     )
     assert out.exit_code == 0, out.output
     assert "lights_out" in out.output
@@ -128,9 +138,21 @@ def test_calibration_with_an_m1model_checkpoint(tmp_path):
     corpus = [task.generate(d, s).prompt for d in (1, 2) for s in range(3)] * 4
     tok = train_tokenizer(corpus, vocab_size=300)
     torch.manual_seed(0)
-    config = M1Config(vocab_size=len(tok), hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=8, block_size=16,
-                      num_local_experts=2, num_experts_per_tok=1, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config = M1Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        block_size=16,
+        num_local_experts=2,
+        num_experts_per_tok=1,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     M1ForCausalLM(config).save_pretrained(tmp_path / "ckpt", tokenizer=tok)
 
     policy = PolicySpec(kind="checkpoint", checkpoint=str(tmp_path / "ckpt"), max_tokens=8)

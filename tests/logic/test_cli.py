@@ -13,15 +13,39 @@ from flows.cli import app
 from verifiers.logic import TASKS
 
 runner = CliRunner()
-MINE = ["sudoku", "kukurasu", "minesweeper", "star_placement", "skyscraper", "nonogram", "futoshiki", "calcudoku",
-        "norinori", "numbrix", "survo", "arrow_maze", "campsite", "binairo", "hitori", "light_up", "kakuro",
-        "n_queens", "magic_square", "latin_square", "lights_out"]
+MINE = [
+    "sudoku",
+    "kukurasu",
+    "minesweeper",
+    "star_placement",
+    "skyscraper",
+    "nonogram",
+    "futoshiki",
+    "calcudoku",
+    "norinori",
+    "numbrix",
+    "survo",
+    "arrow_maze",
+    "campsite",
+    "binairo",
+    "hitori",
+    "light_up",
+    "kakuro",
+    "n_queens",
+    "magic_square",
+    "latin_square",
+    "lights_out",
+]
 
 
 def m1(*args: str) -> subprocess.CompletedProcess:
     """The real console entry point, so user errors are checked as users see them."""
-    return subprocess.run([sys.executable, "-c", "from flows.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", "from flows.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_list_json_names_every_task_with_its_range():
@@ -36,29 +60,55 @@ def test_list_json_names_every_task_with_its_range():
 def test_generate_is_byte_identical_per_seed(tmp_path):
     paths = [tmp_path / name for name in ("a.jsonl", "b.jsonl", "c.jsonl")]
     for path, seed in zip(paths, ("5", "5", "6"), strict=True):
-        out = runner.invoke(app, ["logic", "generate", "--task", "campsite", "--difficulty", "2", "--n", "3",
-                                  "--seed", seed, "--output", str(path)])
+        out = runner.invoke(
+            app,
+            [
+                "logic",
+                "generate",
+                "--task",
+                "campsite",
+                "--difficulty",
+                "2",
+                "--n",
+                "3",
+                "--seed",
+                seed,
+                "--output",
+                str(path),
+            ],
+        )
         assert out.exit_code == 0, out.output
     assert paths[0].read_bytes() == paths[1].read_bytes()
     assert paths[0].read_bytes() != paths[2].read_bytes()
     rows = [json.loads(line) for line in paths[0].read_text().splitlines()]
     assert len(rows) == 3 and len({r["id"] for r in rows}) == 3
-    assert all(r["domain"] == "logic" and r["task"] == "campsite" and json.loads(r["metadata"])["puzzle"] for r in rows)
+    assert all(
+        r["domain"] == "logic" and r["task"] == "campsite" and json.loads(r["metadata"])["puzzle"]
+        for r in rows
+    )
 
 
 def test_generate_rejects_bad_input_in_one_line(tmp_path):
     target = tmp_path / "x.jsonl"
-    bad_level = m1("logic", "generate", "--task", "sudoku", "--difficulty", "99", "--n", "1", "--output", str(target))
-    assert bad_level.returncode == 2 and "levels 1.." in bad_level.stderr and "Traceback" not in bad_level.stderr
-    bad_task = m1("logic", "generate", "--task", "no_such", "--difficulty", "1", "--n", "1", "--output", str(target))
+    bad_level = m1(
+        "logic", "generate", "--task", "sudoku", "--difficulty", "99", "--n", "1", "--output", str(target)
+    )
+    assert (
+        bad_level.returncode == 2 and "levels 1.." in bad_level.stderr and "Traceback" not in bad_level.stderr
+    )
+    bad_task = m1(
+        "logic", "generate", "--task", "no_such", "--difficulty", "1", "--n", "1", "--output", str(target)
+    )
     assert bad_task.returncode == 2 and "unknown logic task" in bad_task.stderr
     assert not target.exists()
 
 
 def test_verify_round_trip_scores_gold_and_near_misses(tmp_path):
     items = tmp_path / "items.jsonl"
-    out = runner.invoke(app, ["logic", "generate", "--task", "light_up", "--difficulty", "1", "--n", "4",
-                              "--output", str(items)])
+    out = runner.invoke(
+        app,
+        ["logic", "generate", "--task", "light_up", "--difficulty", "1", "--n", "4", "--output", str(items)],
+    )
     assert out.exit_code == 0, out.output
     task = TASKS["light_up"]
     scored_in = tmp_path / "responses.jsonl"

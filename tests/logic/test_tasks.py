@@ -122,6 +122,8 @@ def test_different_seeds_give_different_instances(name):
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_measured_difficulty_grows_with_level(name):
     task = TASKS[name]
-    means = [mean(task.measure(instance(name, d, s).puzzle) for s in MEASURE_SEEDS) for d in task.difficulties]
+    means = [
+        mean(task.measure(instance(name, d, s).puzzle) for s in MEASURE_SEEDS) for d in task.difficulties
+    ]
     assert all(a <= b for a, b in zip(means, means[1:], strict=False)), means
     assert means[-1] > means[0], means

@@ -31,25 +31,41 @@ CHROMIUM = Path("/usr/bin/chromium")
 M1 = [sys.executable, "-c", "from flows.cli import main; main()"]
 DEPLOYMENTS = {"m1-run", "m1-curate", "m1-train-stage", "m1-train-curriculum", "m1-logic-calibration"}
 # What `m1 deploy` registers as every form's defaults: the whole DAG in seconds on 2 CPU cores.
-TINY = ["data.n_problems=40", "train.sft_steps=2", "train.rl_steps=1", "train.batch_size=4",
-        "train.prompts_per_step=4", "train.group_size=4", "train.max_sampling_rounds=1", "eval.n_items=4",
-        "model.num_hidden_layers=2", "model.num_local_experts=2", "model.num_experts_per_tok=1"]
+TINY = [
+    "data.n_problems=40",
+    "train.sft_steps=2",
+    "train.rl_steps=1",
+    "train.batch_size=4",
+    "train.prompts_per_step=4",
+    "train.group_size=4",
+    "train.max_sampling_rounds=1",
+    "eval.n_items=4",
+    "model.num_hidden_layers=2",
+    "model.num_local_experts=2",
+    "model.num_experts_per_tok=1",
+]
 RUN_NAME = "ui-check"  # ui_check.mjs types it into the run forms
 
 
 def _tools_ready() -> bool:
-    return (CHROMIUM.exists() and shutil.which("node") is not None
-            and (UI_DIR / "node_modules" / "playwright-core" / "package.json").exists())
+    return (
+        CHROMIUM.exists()
+        and shutil.which("node") is not None
+        and (UI_DIR / "node_modules" / "playwright-core" / "package.json").exists()
+    )
 
 
 @pytest.fixture(scope="module")
 def node() -> str:
     """Chromium, Node and playwright-core: `make test` installs them (scripts/ui-tools.sh); a bare run tries too."""
     if not _tools_ready():
-        proc = subprocess.run(["bash", str(ROOT / "scripts" / "ui-tools.sh")], capture_output=True, text=True,
-                              timeout=900)
+        proc = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "ui-tools.sh")], capture_output=True, text=True, timeout=900
+        )
         if proc.returncode or not _tools_ready():
-            pytest.skip(f"browser tools cannot be installed here: {(proc.stderr or proc.stdout).strip()[-500:]}")
+            pytest.skip(
+                f"browser tools cannot be installed here: {(proc.stderr or proc.stdout).strip()[-500:]}"
+            )
     return shutil.which("node")
 
 
@@ -63,8 +79,9 @@ def _free_port() -> int:
 def _process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
     """A background process that is stopped with everything it started (flow runs, browser), even on failure."""
     with log.open("w") as out:
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         yield proc
     finally:
@@ -103,17 +120,27 @@ def _wait_until(ready, what: str, proc: subprocess.Popen, log: Path, timeout: fl
 def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_home):
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = os.environ | {"PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env = os.environ | {
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
     env.pop("PREFECT_API_URL", None)  # the UI must find its API from `--port` alone, as for a user
     server_env = env | {"PREFECT_API_LOG_RETRYABLE_ERRORS": "true"}  # why it answered 503, in server.log
     shots = tmp_path / "screenshots"
     shots.mkdir()
 
     with _process([*M1, "ui", "--port", str(port)], server_env, tmp_path / "server.log") as server:
-        _wait_until(lambda: httpx.get(f"{api}/health", timeout=5).json() is True,
-                    "m1 ui", server, tmp_path / "server.log")
+        _wait_until(
+            lambda: httpx.get(f"{api}/health", timeout=5).json() is True,
+            "m1 ui",
+            server,
+            tmp_path / "server.log",
+        )
 
-        client_env = env | {"PREFECT_API_URL": api, "PREFECT_RUNNER_POLL_FREQUENCY": "2"}  # runs start in ~2 s
+        client_env = env | {
+            "PREFECT_API_URL": api,
+            "PREFECT_RUNNER_POLL_FREQUENCY": "2",
+        }  # runs start in ~2 s
         deploy = [*M1, "deploy", "--cron", "0 2 * * *", *(a for s in TINY for a in ("--set", s))]
         with _process(deploy, client_env, tmp_path / "deploy.log") as serving:
 
@@ -123,9 +150,14 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
 
             _wait_until(registered, "m1 deploy", serving, tmp_path / "deploy.log")
 
-            check = subprocess.Popen([node, str(UI_DIR / "ui_check.mjs"), f"http://127.0.0.1:{port}", str(shots)],
-                                     cwd=UI_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     start_new_session=True)
+            check = subprocess.Popen(
+                [node, str(UI_DIR / "ui_check.mjs"), f"http://127.0.0.1:{port}", str(shots)],
+                cwd=UI_DIR,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
             try:
                 out, _ = check.communicate(timeout=600)
             except subprocess.TimeoutExpired:
@@ -135,8 +167,10 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
                 _stop(check)  # a browser left behind by a crashed script
 
     print(out)  # the checks that ran, with their screenshots (pytest -s or -rP shows them)
-    logs = (f"\n--- ui_check.mjs\n{out}\n--- m1 deploy\n{(tmp_path / 'deploy.log').read_text()[-4000:]}"
-            f"\n--- m1 ui\n{(tmp_path / 'server.log').read_text()[-3000:]}")
+    logs = (
+        f"\n--- ui_check.mjs\n{out}\n--- m1 deploy\n{(tmp_path / 'deploy.log').read_text()[-4000:]}"
+        f"\n--- m1 ui\n{(tmp_path / 'server.log').read_text()[-3000:]}"
+    )
     assert check.returncode == 0, f"screenshots in {shots}{logs}"
     # What the UI showed was made by the served flow runs, with the name typed into the forms.
     run_dir = m1_home / "runs" / RUN_NAME

@@ -20,7 +20,7 @@ from verifiers.base import Reward, default_registry, verify_safely
 REPO = Path(__file__).resolve().parents[2]
 M1 = [sys.executable, "-c", "from flows.cli import main; main()"]
 
-DIR_PLUGIN = '''
+DIR_PLUGIN = """
 from verifiers.base import Reward
 
 class Shouty:
@@ -38,7 +38,7 @@ class Shouty:
             text = item["response"]
             out.append(Reward(float(text.isupper()) + self.bonus, {"chars": len(text)}))
         return out
-'''
+"""
 
 
 def _write_jsonl(path: Path, lines: list[str]) -> Path:
@@ -63,7 +63,9 @@ def test_verify_round_trip_keeps_every_row(tmp_path):
         ],
     )
     out = tmp_path / "sub" / "out.jsonl"
-    result = CliRunner().invoke(app, ["verify", "--verifier", "math", "-i", str(source), "-o", str(out), "--batch-size", "2"])
+    result = CliRunner().invoke(
+        app, ["verify", "--verifier", "math", "-i", str(source), "-o", str(out), "--batch-size", "2"]
+    )
     assert result.exit_code == 0, result.output
     rows = _read_jsonl(out)
     assert len(rows) == 5  # the blank line is not a row; every other line is
@@ -80,7 +82,9 @@ def test_verify_options_and_user_errors(tmp_path):
     source = _write_jsonl(tmp_path / "in.jsonl", [json.dumps({"response": "\\boxed{2}", "reference": "2"})])
     out = tmp_path / "out.jsonl"
     runner = CliRunner()
-    ok = runner.invoke(app, ["verify", "-v", "math", "-i", str(source), "-o", str(out), "--option", "format_weight=0.5"])
+    ok = runner.invoke(
+        app, ["verify", "-v", "math", "-i", str(source), "-o", str(out), "--option", "format_weight=0.5"]
+    )
     assert ok.exit_code == 0 and _read_jsonl(out)[0]["reward"] == 1.5
     # user errors: a one-line InputError (the CLI prints it and exits 2), and no output file
     for args, message in [
@@ -88,13 +92,20 @@ def test_verify_options_and_user_errors(tmp_path):
         (["-v", "math", "-i", str(tmp_path / "missing.jsonl")], "input file not found"),
         (["-v", "math", "-i", str(source), "--option", "bogus=1"], "unexpected keyword argument 'bogus'"),
         (["-v", "math", "-i", str(source), "--option", "novalue"], "expected key=value"),
-        (["-v", "math", "-i", str(source), "--plugin-dir", str(tmp_path / "nodir")], "plugin directory not found"),
+        (
+            ["-v", "math", "-i", str(source), "--plugin-dir", str(tmp_path / "nodir")],
+            "plugin directory not found",
+        ),
     ]:
         result = runner.invoke(app, ["verify", *args, "-o", str(tmp_path / "x.jsonl")])
         assert isinstance(result.exception, InputError) and message in str(result.exception)
     assert not (tmp_path / "x.jsonl").exists()
-    proc = subprocess.run([*M1, "verify", "-v", "nope", "-i", str(source), "-o", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 2 and "unknown verifier 'nope'" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(
+        [*M1, "verify", "-v", "nope", "-i", str(source), "-o", str(out)], capture_output=True, text=True
+    )
+    assert (
+        proc.returncode == 2 and "unknown verifier 'nope'" in proc.stderr and "Traceback" not in proc.stderr
+    )
 
 
 def test_plugin_directory_and_config(tmp_path):
@@ -113,18 +124,37 @@ def test_plugin_directory_and_config(tmp_path):
 
     source = _write_jsonl(
         tmp_path / "in.jsonl",
-        [json.dumps({"response": "LOUD"}), json.dumps({"response": "quiet"}), json.dumps({"response": "X", "explode": True})],
+        [
+            json.dumps({"response": "LOUD"}),
+            json.dumps({"response": "quiet"}),
+            json.dumps({"response": "X", "explode": True}),
+        ],
     )
     out = tmp_path / "out.jsonl"
     result = CliRunner().invoke(
-        app, ["verify", "-v", "shouty", "-c", str(config), "-i", str(source), "-o", str(out), "--option", "bonus=0.5"]
+        app,
+        [
+            "verify",
+            "-v",
+            "shouty",
+            "-c",
+            str(config),
+            "-i",
+            str(source),
+            "-o",
+            str(out),
+            "--option",
+            "bonus=0.5",
+        ],
     )
     assert result.exit_code == 0, result.output
     rows = _read_jsonl(out)
     assert [r["reward"] for r in rows] == [1.5, 0.5, 0.0]
     assert rows[2]["details"]["error"] == "RuntimeError: boom"  # the plugin raised on one item only
 
-    listing = CliRunner().invoke(app, ["verifiers", "list", "--plugin-dir", str(plugins)], env={"COLUMNS": "300"})
+    listing = CliRunner().invoke(
+        app, ["verifiers", "list", "--plugin-dir", str(plugins)], env={"COLUMNS": "300"}
+    )
     assert listing.exit_code == 0
     assert "shouty" in listing.output and "2.0" in listing.output and "does_not_exist" in listing.output
     assert "m1-pipeline" in listing.output
@@ -148,18 +178,43 @@ def test_third_party_package_installed_with_pip(tmp_path):
     package = shutil.copytree(REPO / "examples" / "m1-verifier-length", tmp_path / "src")
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target), str(package)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(package),
+        ],
+        check=True,
+        capture_output=True,
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(REPO)]), "COLUMNS": "300"}
     listing = subprocess.run([*M1, "verifiers", "list"], capture_output=True, text=True, env=env, check=True)
     assert "length" in listing.stdout and "m1-verifier-length==0.1.0" in listing.stdout
 
     source = _write_jsonl(
-        tmp_path / "in.jsonl", [json.dumps({"response": "one two three"}), json.dumps({"response": "word " * 60}), "{oops"]
+        tmp_path / "in.jsonl",
+        [json.dumps({"response": "one two three"}), json.dumps({"response": "word " * 60}), "{oops"],
     )
     out = tmp_path / "out.jsonl"
-    args = ["verify", "-v", "length", "-i", str(source), "-o", str(out), "--option", "max_words=50", "--option", "slack=20"]
+    args = [
+        "verify",
+        "-v",
+        "length",
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        "--option",
+        "max_words=50",
+        "--option",
+        "slack=20",
+    ]
     subprocess.run([*M1, *args], check=True, capture_output=True, env=env)
     rows = _read_jsonl(out)
     assert [r["reward"] for r in rows] == [1.0, 0.5, 0.0]

@@ -62,7 +62,7 @@ def test_cpp_verdicts(verifier):
 
     if not get_sandbox("process").supports("cpp"):
         pytest.skip("no g++ in the sandbox")
-    ok = "#include <cstdio>\nint main(){long long a,b;scanf(\"%lld %lld\",&a,&b);printf(\"%lld\\n\",a+b);}"
+    ok = '#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}'
     assert judge(verifier, cpp(ok)).details["verdict"] == "AC"
     bad = judge(verifier, cpp("int main() { return undeclared; }"))
     assert bad.details["verdict"] == "CE" and "undeclared" in bad.details["compile_output"]
@@ -71,12 +71,20 @@ def test_cpp_verdicts(verifier):
 
 
 def test_partial_credit_runs_every_test(verifier):
-    tests = [{"input": "1 2", "output": "3"}, {"input": "2 2", "output": "5"}, {"input": "0 0", "output": "0"}]
+    tests = [
+        {"input": "1 2", "output": "3"},
+        {"input": "2 2", "output": "5"},
+        {"input": "0 0", "output": "0"},
+    ]
     code = py("a, b = map(int, input().split())\nprint(a + b)")
     (strict,) = verifier.verify([{"response": code, "tests": tests}])
     (partial,) = CodeVerifier(partial_credit=True).verify([{"response": code, "tests": tests}])
     assert strict.reward == 0 and strict.details["passed"] == 1 and len(strict.details["tests"]) == 2
-    assert partial.reward == pytest.approx(2 / 3) and [t["verdict"] for t in partial.details["tests"]] == ["AC", "WA", "AC"]
+    assert partial.reward == pytest.approx(2 / 3) and [t["verdict"] for t in partial.details["tests"]] == [
+        "AC",
+        "WA",
+        "AC",
+    ]
 
 
 def test_function_call_style(verifier):
@@ -103,14 +111,16 @@ def test_tests_from_metadata_and_bad_items(verifier):
     good = py("print(sum(map(int, input().split())))")
     (ok,) = verifier.verify([{"response": good, "metadata": meta}])
     assert ok.reward == 1.0
-    rewards = verifier.verify([
-        {"response": good},
-        {"response": good, "tests": "[oops"},
-        {"response": 3, "tests": SUM_TESTS},
-        {"response": "```java\nclass A {}\n```", "tests": SUM_TESTS, "language": "python"},
-        {"response": py("def f(): pass"), "tests": SUM_TESTS, "fn_name": "f", "language": "cpp"},
-        {"response": "```java\nclass A {}\n```", "tests": SUM_TESTS},
-    ])
+    rewards = verifier.verify(
+        [
+            {"response": good},
+            {"response": good, "tests": "[oops"},
+            {"response": 3, "tests": SUM_TESTS},
+            {"response": "```java\nclass A {}\n```", "tests": SUM_TESTS, "language": "python"},
+            {"response": py("def f(): pass"), "tests": SUM_TESTS, "fn_name": "f", "language": "cpp"},
+            {"response": "```java\nclass A {}\n```", "tests": SUM_TESTS},
+        ]
+    )
     assert all(r.reward == 0 and "error" in r.details for r in rewards), [r.details for r in rewards]
     assert "unsupported language 'java'" in rewards[-1].details["error"]
 
@@ -139,22 +149,26 @@ def test_docker_backend_gives_the_same_verdicts():
     except SandboxUnavailable as exc:
         pytest.skip(f"Docker engine unavailable: {exc}")
     docker = CodeVerifier(backend="docker", time_limit_s=1, memory_mb=128, workers=3)
-    rewards = docker.verify([
-        {"response": py("a, b = map(int, input().split())\nprint(a + b)"), "tests": SUM_TESTS},
-        {"response": py("while True:\n    pass"), "tests": SUM_TESTS},
-        {"response": py("x = bytearray(1 << 30)\nprint(len(x))"), "tests": SUM_TESTS},
-    ])
+    rewards = docker.verify(
+        [
+            {"response": py("a, b = map(int, input().split())\nprint(a + b)"), "tests": SUM_TESTS},
+            {"response": py("while True:\n    pass"), "tests": SUM_TESTS},
+            {"response": py("x = bytearray(1 << 30)\nprint(len(x))"), "tests": SUM_TESTS},
+        ]
+    )
     assert [r.details["verdict"] for r in rewards] == ["AC", "TLE", "MLE"]
 
 
 def test_format_reward(verifier):
     code = "print(sum(map(int, input().split())))"
     weighted = CodeVerifier(time_limit_s=1, format_weight=0.5)
-    fenced, bare, bad_think = weighted.verify([
-        {"response": py(code), "tests": SUM_TESTS},
-        {"response": code, "tests": SUM_TESTS},  # correct, but not in a code block
-        {"response": "<think>a<think>b</think>" + py(code), "tests": SUM_TESTS},
-    ])
+    fenced, bare, bad_think = weighted.verify(
+        [
+            {"response": py(code), "tests": SUM_TESTS},
+            {"response": code, "tests": SUM_TESTS},  # correct, but not in a code block
+            {"response": "<think>a<think>b</think>" + py(code), "tests": SUM_TESTS},
+        ]
+    )
     assert fenced.reward == 1.5 and fenced.details["format_ok"] is True
     assert bare.reward == 1.0 and "code block" in bare.details["format"]
     assert bad_think.reward == 1.0 and "unbalanced" in bad_think.details["format"]

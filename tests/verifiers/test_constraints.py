@@ -10,7 +10,9 @@ from verifiers.constraints import CHECKS, ConstraintVerifier
 
 
 def score(response: str, *constraints: dict, mode: str = "fraction"):
-    (reward,) = ConstraintVerifier(mode=mode).verify([{"response": response, "constraints": list(constraints)}])
+    (reward,) = ConstraintVerifier(mode=mode).verify(
+        [{"response": response, "constraints": list(constraints)}]
+    )
     return reward
 
 
@@ -21,7 +23,11 @@ def score(response: str, *constraints: dict, mode: str = "fraction"):
         ("one two three four", {"type": "word_count", "max": 3}, False),
         ("It's well-known.", {"type": "word_count", "max": 2}, True),  # contractions and hyphens are one word
         ("First one. Second one! Third?", {"type": "sentence_count", "min": 3, "max": 3}, True),
-        ("Pi is 3.14 e.g. roughly. Yes", {"type": "sentence_count", "max": 2}, True),  # decimals, abbreviations
+        (
+            "Pi is 3.14 e.g. roughly. Yes",
+            {"type": "sentence_count", "max": 2},
+            True,
+        ),  # decimals, abbreviations
         ("A.\n\nB.\n\n\nC.", {"type": "paragraph_count", "min": 3}, True),
         ("abc", {"type": "char_count", "max": 2}, False),
         ("The Cat sat on the mat.", {"type": "keywords", "words": ["cat", "mat"]}, True),
@@ -33,13 +39,29 @@ def score(response: str, *constraints: dict, mode: str = "fraction"):
         ('{"a": [1, 2]}', {"type": "json_format"}, True),
         ('```json\n{"a": 1}\n```', {"type": "json_format"}, True),
         ("{'a': 1}", {"type": "json_format"}, False),
-        ("# Title\n\n- a\n- b\n\n1. x\n\n**bold**", {"type": "markdown", "headings": 1, "bullets": 2, "numbered": 1, "bold": 1}, True),
+        (
+            "# Title\n\n- a\n- b\n\n1. x\n\n**bold**",
+            {"type": "markdown", "headings": 1, "bullets": 2, "numbered": 1, "bold": 1},
+            True,
+        ),
         ("| a | b |\n|---|:---:|\n| 1 | 2 |", {"type": "markdown", "tables": 1}, True),
         ("```py\nx = 1\n```", {"type": "markdown", "code_blocks": 1}, True),
         ("no markdown at all", {"type": "markdown", "bullets": 1}, False),
-        ("The weather is lovely today and we are going for a long walk in the park.", {"type": "language", "lang": "en"}, True),
-        ("Das Wetter ist heute schön und wir gehen lange im Park spazieren.", {"type": "language", "lang": "en"}, False),
-        ("Das Wetter ist heute schön und wir gehen lange im Park spazieren.", {"type": "language", "lang": "de"}, True),
+        (
+            "The weather is lovely today and we are going for a long walk in the park.",
+            {"type": "language", "lang": "en"},
+            True,
+        ),
+        (
+            "Das Wetter ist heute schön und wir gehen lange im Park spazieren.",
+            {"type": "language", "lang": "en"},
+            False,
+        ),
+        (
+            "Das Wetter ist heute schön und wir gehen lange im Park spazieren.",
+            {"type": "language", "lang": "de"},
+            True,
+        ),
         ("all lower case, 42 times", {"type": "case", "mode": "lower"}, True),
         ("ALL UPPER, OK", {"type": "case", "mode": "upper"}, True),
         ("Not All Title", {"type": "case", "mode": "title"}, True),
@@ -58,14 +80,30 @@ def test_checks(response, constraint, ok):
 
 def test_every_check_is_exercised():
     assert set(CHECKS) == {
-        "word_count", "sentence_count", "paragraph_count", "char_count", "keywords", "forbidden_words",
-        "keyword_frequency", "json_format", "markdown", "language", "case", "starts_with", "ends_with",
-        "no_commas", "placeholders",
+        "word_count",
+        "sentence_count",
+        "paragraph_count",
+        "char_count",
+        "keywords",
+        "forbidden_words",
+        "keyword_frequency",
+        "json_format",
+        "markdown",
+        "language",
+        "case",
+        "starts_with",
+        "ends_with",
+        "no_commas",
+        "placeholders",
     }
 
 
 def test_fraction_and_all_modes():
-    constraints = [{"type": "word_count", "max": 3}, {"type": "no_commas"}, {"type": "keywords", "words": ["x"]}]
+    constraints = [
+        {"type": "word_count", "max": 3},
+        {"type": "no_commas"},
+        {"type": "keywords", "words": ["x"]},
+    ]
     assert score("a, b", *constraints).reward == pytest.approx(1 / 3)
     assert score("a, b", *constraints, mode="all").reward == 0.0
     assert score("a x", *constraints, mode="all").reward == 1.0

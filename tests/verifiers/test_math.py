@@ -41,7 +41,9 @@ from verifiers.math import MathVerifier, fast_verdict, layout_normal, math_verif
 )
 def test_math_verify_equivalences(gold, answer, equal):
     assert math_verify_equal(gold, answer) is equal
-    (reward,) = MathVerifier(format_weight=0).verify([{"reference": gold, "response": f"\\boxed{{{answer}}}"}])
+    (reward,) = MathVerifier(format_weight=0).verify(
+        [{"reference": gold, "response": f"\\boxed{{{answer}}}"}]
+    )
     assert reward.details["correct"] is equal and reward.reward == float(equal)
 
 
@@ -49,13 +51,28 @@ def test_fast_paths_agree_with_math_verify():
     """Every verdict a fast path gives must be math-verify's verdict (random plain numbers + layouts)."""
     rng = random.Random(0)
     forms = [
-        lambda v: str(v), lambda v: f"{v}.0", lambda v: f"{v}.50", lambda v: f"\\frac{{{v}}}{{4}}",
-        lambda v: f"{v}/8", lambda v: f"-{v}", lambda v: f"{v}.0000004", lambda v: f"{v * 1000003}",
-        lambda v: f"\\dfrac{{{v}}}{{4}}", lambda v: f"{v}.000001",
+        lambda v: str(v),
+        lambda v: f"{v}.0",
+        lambda v: f"{v}.50",
+        lambda v: f"\\frac{{{v}}}{{4}}",
+        lambda v: f"{v}/8",
+        lambda v: f"-{v}",
+        lambda v: f"{v}.0000004",
+        lambda v: f"{v * 1000003}",
+        lambda v: f"\\dfrac{{{v}}}{{4}}",
+        lambda v: f"{v}.000001",
     ]
-    pairs = [(rng.choice(forms)(rng.randint(0, 30)), rng.choice(forms)(rng.randint(0, 30))) for _ in range(150)]
-    pairs += [("x^2 + 1", "x^2+1"), (r"\left( 1, 2 \right)", "(1,2)"), (r"\dfrac{x}{2}", r"\frac{x}{2}"),
-              ("1 2", "12"), ("a b", "ab"), (r"\text{a b}", r"\text{ab}")]
+    pairs = [
+        (rng.choice(forms)(rng.randint(0, 30)), rng.choice(forms)(rng.randint(0, 30))) for _ in range(150)
+    ]
+    pairs += [
+        ("x^2 + 1", "x^2+1"),
+        (r"\left( 1, 2 \right)", "(1,2)"),
+        (r"\dfrac{x}{2}", r"\frac{x}{2}"),
+        ("1 2", "12"),
+        ("a b", "ab"),
+        (r"\text{a b}", r"\text{ab}"),
+    ]
     decided = 0
     for gold, answer in pairs:
         quick = fast_verdict(gold, answer)
@@ -86,12 +103,16 @@ def test_reward_is_correctness_plus_weighted_format():
 
 
 def test_bad_items_get_an_error_not_an_exception():
-    rewards = MathVerifier().verify([{"response": "\\boxed{1}"}, {"reference": "1"}, {"reference": "1", "response": 5}])
+    rewards = MathVerifier().verify(
+        [{"response": "\\boxed{1}"}, {"reference": "1"}, {"reference": "1", "response": 5}]
+    )
     assert all(r.reward == 0 and "error" in r.details for r in rewards)
 
 
 def test_no_answer_is_wrong_not_an_error():
-    (reward,) = MathVerifier().verify([{"reference": "1", "response": "I could not work this out, sorry friend."}])
+    (reward,) = MathVerifier().verify(
+        [{"reference": "1", "response": "I could not work this out, sorry friend."}]
+    )
     assert reward.reward == 0 and reward.details["answer"] is None and "error" not in reward.details
 
 
@@ -128,15 +149,45 @@ def _structured_forms(rng: random.Random) -> list[str]:
     hi = lo + rng.choice([1, 2])
     members = rng.sample(range(-2, 6), 3)
     return [
-        f"{a}\\sqrt{{{b}}}", f"\\sqrt{{{a * a * b}}}", f"{a} \\sqrt{{{b}}}", f"-{a}\\sqrt{{{b}}}",
-        f"\\sqrt{{{a * a}}}", f"{a}", f"\\sqrt{{{a * a * b + 1}}}", f"{a + 1}\\sqrt{{{b}}}", f"\\sqrt{b}",
-        f"{a}\\%", f"{100 * a}\\%", f"{a} \\text{{ cm}}", f"{a}\\text{{cm}}", f"{a} \\text{{ meters}}",
-        f"[{lo}, {hi})", f"({lo},{hi})", f"[{lo},{hi}]", f"({lo}, {hi}]", f"({hi}, {lo})", f"[{lo}, {hi + 1})",
-        _latex_set(members), _latex_set(members[::-1], ","), _latex_set(members[:2]), _latex_set(members[:1] * 2),
+        f"{a}\\sqrt{{{b}}}",
+        f"\\sqrt{{{a * a * b}}}",
+        f"{a} \\sqrt{{{b}}}",
+        f"-{a}\\sqrt{{{b}}}",
+        f"\\sqrt{{{a * a}}}",
+        f"{a}",
+        f"\\sqrt{{{a * a * b + 1}}}",
+        f"{a + 1}\\sqrt{{{b}}}",
+        f"\\sqrt{b}",
+        f"{a}\\%",
+        f"{100 * a}\\%",
+        f"{a} \\text{{ cm}}",
+        f"{a}\\text{{cm}}",
+        f"{a} \\text{{ meters}}",
+        f"[{lo}, {hi})",
+        f"({lo},{hi})",
+        f"[{lo},{hi}]",
+        f"({lo}, {hi}]",
+        f"({hi}, {lo})",
+        f"[{lo}, {hi + 1})",
+        _latex_set(members),
+        _latex_set(members[::-1], ","),
+        _latex_set(members[:2]),
+        _latex_set(members[:1] * 2),
         _latex_set([*members[:2], members[2] + 7]),
-        f"x^2+{2 * a}x+{a * a}", f"(x+{a})^2", f"(x-{a})^2", f"x^2 + {2 * a}x + {a * a}", f"x^2+{a * a}",
-        f"(x+{a})(x+{a})", f"x(x+{2 * a})+{a * a}", f"x^{{2}}+{2 * a}x+{a * a + 1}", f"x^2{a}", "2x", "x+x",
-        "(x)", "x", f"{a}x^2-{a}",
+        f"x^2+{2 * a}x+{a * a}",
+        f"(x+{a})^2",
+        f"(x-{a})^2",
+        f"x^2 + {2 * a}x + {a * a}",
+        f"x^2+{a * a}",
+        f"(x+{a})(x+{a})",
+        f"x(x+{2 * a})+{a * a}",
+        f"x^{{2}}+{2 * a}x+{a * a + 1}",
+        f"x^2{a}",
+        "2x",
+        "x+x",
+        "(x)",
+        "x",
+        f"{a}x^2-{a}",
     ]
 
 
@@ -156,9 +207,36 @@ def test_structured_fast_paths_agree_with_math_verify():
 
 
 _NEAR_MISSES = [
-    "0", "-0", "0\\sqrt{2}", "-\\sqrt{4}", "-2", "2", "\\sqrt4", "\\sqrt48", "4\\sqrt{3}", "\\sqrt{48}",
-    "1\\%", "100\\%", "1", "x", "1x", "x+0", "x^{02}+1", "x^2+1", "x^0+x", "x+1", "x^21", "(2, 1)", "(1, 2)",
-    "[1, 2)", "\\{1, 1\\}", "\\{1, 2\\}", "\\{2, 1\\}", "\\{0, -0\\}", "2 \\text{ cm}^2", "2\\text{ apples}",
+    "0",
+    "-0",
+    "0\\sqrt{2}",
+    "-\\sqrt{4}",
+    "-2",
+    "2",
+    "\\sqrt4",
+    "\\sqrt48",
+    "4\\sqrt{3}",
+    "\\sqrt{48}",
+    "1\\%",
+    "100\\%",
+    "1",
+    "x",
+    "1x",
+    "x+0",
+    "x^{02}+1",
+    "x^2+1",
+    "x^0+x",
+    "x+1",
+    "x^21",
+    "(2, 1)",
+    "(1, 2)",
+    "[1, 2)",
+    "\\{1, 1\\}",
+    "\\{1, 2\\}",
+    "\\{2, 1\\}",
+    "\\{0, -0\\}",
+    "2 \\text{ cm}^2",
+    "2\\text{ apples}",
 ]
 
 

@@ -46,9 +46,25 @@ def server(tmp_path_factory):
     (plugins / "echo.py").write_text(PLUGIN, encoding="utf-8")
     port = _free_port()
     cmd = [
-        sys.executable, "-c", "from flows.cli import main; main()", "serve", "rewards", "--port", str(port),
-        "--workers", "2", "--item-timeout", "20", "--max-body-mb", "0.05", "--max-items", "64", "--log-level", "warning",
-        "--plugin-dir", str(plugins),
+        sys.executable,
+        "-c",
+        "from flows.cli import main; main()",
+        "serve",
+        "rewards",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--item-timeout",
+        "20",
+        "--max-body-mb",
+        "0.05",
+        "--max-items",
+        "64",
+        "--log-level",
+        "warning",
+        "--plugin-dir",
+        str(plugins),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -77,11 +93,22 @@ def test_scores_a_mixed_batch(server):
     assert body["verifier"] == "math" and body["version"]
     rewards = body["rewards"]
     assert [x["reward"] for x in rewards] == [1.5, 0.5, 0.0, 0.0]
-    assert "not a JSON object" in rewards[2]["details"]["error"] and "response" in rewards[3]["details"]["error"]
+    assert (
+        "not a JSON object" in rewards[2]["details"]["error"] and "response" in rewards[3]["details"]["error"]
+    )
 
-    r = server.post("/score", json={"verifier": "constraints", "items": [
-        {"response": "short answer", "constraints": [{"type": "word_count", "max": 5}, {"type": "no_commas"}]},
-    ]})
+    r = server.post(
+        "/score",
+        json={
+            "verifier": "constraints",
+            "items": [
+                {
+                    "response": "short answer",
+                    "constraints": [{"type": "word_count", "max": 5}, {"type": "no_commas"}],
+                },
+            ],
+        },
+    )
     assert r.status_code == 200 and r.json()["rewards"][0]["reward"] == 1.0
 
 
@@ -110,8 +137,16 @@ def test_directory_plugin_is_served_and_its_bugs_contained(server):
         (json.dumps({"verifier": "math", "items": {"a": 1}}).encode(), 422, "items"),
         (json.dumps({"items": []}).encode(), 422, "verifier"),
         (json.dumps([1, 2]).encode(), 422, "invalid request"),
-        (json.dumps({"verifier": "math", "items": [{}] * 65}).encode(), 413, "65 items exceed the limit of 64"),
-        (json.dumps({"verifier": "math", "items": [{"response": "x" * 60_000}]}).encode(), 413, "exceeds the limit"),
+        (
+            json.dumps({"verifier": "math", "items": [{}] * 65}).encode(),
+            413,
+            "65 items exceed the limit of 64",
+        ),
+        (
+            json.dumps({"verifier": "math", "items": [{"response": "x" * 60_000}]}).encode(),
+            413,
+            "exceeds the limit",
+        ),
     ],
 )
 def test_client_errors_are_4xx_with_a_message(server, content, status, message):
@@ -136,7 +171,9 @@ def test_slow_item_times_out_without_blocking_others(server):
     opts = {"timeout_s": 60}  # math-verify's own timeout out of the way: the pool's kill must act
 
     def post(items, timeout_s):
-        return server.post("/score", json={"verifier": "math", "items": items, "options": opts, "timeout_s": timeout_s})
+        return server.post(
+            "/score", json={"verifier": "math", "items": items, "options": opts, "timeout_s": timeout_s}
+        )
 
     with ThreadPoolExecutor(2) as ex:
         slow_req = ex.submit(post, [slow, MATH_OK], 3)

@@ -23,8 +23,13 @@ INPUTS = ["3\n1 5 2\n", "1\n-7\n", "4\n-1 -2 -3 -4\n", "2\n1000000000 -100000000
 
 def _completion(content: str) -> dict:
     return {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "local-test",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "local-test",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
         "usage": {"prompt_tokens": 120, "completion_tokens": 60, "total_tokens": 180},
     }
 
@@ -57,22 +62,37 @@ def endpoint():
 
 
 MAX_A = "n = int(input())\nprint(max(map(int, input().split())))"
-MAX_B = "import sys\ndata = sys.stdin.read().split()\nprint(sorted(int(x) for x in data[1:1 + int(data[0])])[-1])"
+MAX_B = (
+    "import sys\ndata = sys.stdin.read().split()\nprint(sorted(int(x) for x in data[1:1 + int(data[0])])[-1])"
+)
 # Wrong on all-negative input: starts its running maximum at 0.
-MAX_WRONG = "n = int(input())\nbest = 0\nfor x in map(int, input().split()):\n    best = max(best, x)\nprint(best)"
+MAX_WRONG = (
+    "n = int(input())\nbest = 0\nfor x in map(int, input().split()):\n    best = max(best, x)\nprint(best)"
+)
 
 
 def test_keeps_only_inputs_the_references_agree_on(endpoint):
     url, seen = endpoint
-    suite = generate_suite(PROBLEM, [Solution(MAX_A), Solution(MAX_B), Solution(MAX_WRONG)], endpoint=url,
-                           model="local-test", api_key="secret", n_inputs=6)
+    suite = generate_suite(
+        PROBLEM,
+        [Solution(MAX_A), Solution(MAX_B), Solution(MAX_WRONG)],
+        endpoint=url,
+        model="local-test",
+        api_key="secret",
+        n_inputs=6,
+    )
     kept = {t["input"]: t["output"].strip() for t in suite.tests}
     assert kept == {"3\n1 5 2\n": "5", "2\n1000000000 -1000000000\n": "1000000000"}
     reasons = {r["input"]: r["reason"] for r in suite.rejected}
     assert "disagree" in reasons["1\n-7\n"]  # the wrong reference prints 0
     assert "disagree" in reasons["4\n-1 -2 -3 -4\n"]
     assert "runtime_error" in reasons["0\n\n"]  # max() of nothing: outside the constraints
-    assert suite.summary() == {"proposed": 6, "kept": 2, "rejected": 3, "broken_solutions": 0}  # one duplicate
+    assert suite.summary() == {
+        "proposed": 6,
+        "kept": 2,
+        "rejected": 3,
+        "broken_solutions": 0,
+    }  # one duplicate
     request = seen[-1]
     assert request["auth"] == "Bearer secret" and request["body"]["model"] == "local-test"
     assert request["body"]["messages"][1]["content"].startswith("Problem:\n" + PROBLEM)
@@ -101,7 +121,9 @@ def test_endpoint_errors_are_clear(endpoint):
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
     with pytest.raises(EndpointError, match="unreachable"):
-        generate_suite(PROBLEM, [Solution(MAX_A)], endpoint=f"http://127.0.0.1:{dead}/v1", model="m", timeout_s=2)
+        generate_suite(
+            PROBLEM, [Solution(MAX_A)], endpoint=f"http://127.0.0.1:{dead}/v1", model="m", timeout_s=2
+        )
 
 
 def test_cli_writes_a_suite_per_problem(endpoint, tmp_path):
@@ -111,14 +133,41 @@ def test_cli_writes_a_suite_per_problem(endpoint, tmp_path):
 
     url, _ = endpoint
     problems = tmp_path / "problems.jsonl"
-    problems.write_text("\n".join([
-        json.dumps({"id": "max", "prompt": PROBLEM, "solutions": [MAX_A, {"code": MAX_B, "language": "python"}]}),
-        json.dumps({"id": "nosol", "prompt": PROBLEM}),
-        "{broken",
-    ]) + "\n", encoding="utf-8")
+    problems.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {
+                        "id": "max",
+                        "prompt": PROBLEM,
+                        "solutions": [MAX_A, {"code": MAX_B, "language": "python"}],
+                    }
+                ),
+                json.dumps({"id": "nosol", "prompt": PROBLEM}),
+                "{broken",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "suites.jsonl"
-    result = CliRunner().invoke(app, ["verifiers", "testgen", "-i", str(problems), "-o", str(out),
-                                      "--endpoint", url, "--model", "local-test", "--n-inputs", "6"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "verifiers",
+            "testgen",
+            "-i",
+            str(problems),
+            "-o",
+            str(out),
+            "--endpoint",
+            url,
+            "--model",
+            "local-test",
+            "--n-inputs",
+            "6",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [len(r.get("tests", [])) for r in rows] == [4, 0, 0]

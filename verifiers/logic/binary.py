@@ -54,11 +54,15 @@ class MarkedCellsTask(LogicTask):
         )
 
     def instance(self, difficulty: int, seed: int, prompt: str, puzzle: dict[str, Any]) -> LogicInstance:
-        return LogicInstance(self.name, difficulty, seed, prompt, self.render_answer(puzzle["solution"]), puzzle)
+        return LogicInstance(
+            self.name, difficulty, seed, prompt, self.render_answer(puzzle["solution"]), puzzle
+        )
 
     def render_answer(self, grid: Grid) -> str:
         if self.answer_style == "coords":
-            return render_cells([[r + 1, c + 1] for r, row in enumerate(grid) for c, v in enumerate(row) if v])
+            return render_cells(
+                [[r + 1, c + 1] for r, row in enumerate(grid) for c, v in enumerate(row) if v]
+            )
         return render(grid)
 
     def parse(self, puzzle: dict[str, Any], answer: str) -> Grid:
@@ -78,7 +82,9 @@ class MarkedCellsTask(LogicTask):
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         grid = self.parse(puzzle, answer)
         broken = self.violations(puzzle, grid)
-        broken += [f"revealed cell ({r + 1}, {c + 1}) changed" for r, c, on in puzzle["given"] if grid[r][c] != on]
+        broken += [
+            f"revealed cell ({r + 1}, {c + 1}) changed" for r, c, on in puzzle["given"] if grid[r][c] != on
+        ]
         return grid_result(diff_cells(grid, puzzle["solution"]) if broken else [], broken)
 
     def given_literals(self, puzzle: dict[str, Any], cells: dict[tuple[int, int], Lit]) -> list[Lit]:
@@ -116,7 +122,9 @@ class MarkedCellsTask(LogicTask):
         """Cells of the intended solution, as [row, col, 0/1], whose revealing makes it the only one."""
         model, cells, assumptions = self.build(puzzle)
         with model.session(self.lazy_check(puzzle, cells)) as s:
-            pinned = s.pin_until_unique(list(cells.values()), self.true_of(puzzle["solution"], cells), rng, assumptions)
+            pinned = s.pin_until_unique(
+                list(cells.values()), self.true_of(puzzle["solution"], cells), rng, assumptions
+            )
         lookup = {lit: cell for cell, lit in cells.items()}
         return [[*lookup[abs(p)], int(p > 0)] for p in pinned]
 

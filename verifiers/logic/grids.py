@@ -92,10 +92,7 @@ def neighbours(r: int, c: int, rows: int, cols: int, steps: Sequence[Cell] = ORT
 def diff_cells(answer: Sequence[Sequence[object]], gold: Sequence[Sequence[object]]) -> list[list[int]]:
     """1-based [row, col] of every cell where the answer differs from the gold grid."""
     return [
-        [r + 1, c + 1]
-        for r, row in enumerate(gold)
-        for c, value in enumerate(row)
-        if answer[r][c] != value
+        [r + 1, c + 1] for r, row in enumerate(gold) for c, value in enumerate(row) if answer[r][c] != value
     ]
 
 

@@ -33,7 +33,9 @@ class ReasoningGymTask(LogicTask):
         self.dataset = dataset
         self.name = f"rg_{dataset}"
         self.description = f"reasoning-gym dataset {dataset!r}, difficulty from its curriculum"
-        self.levels = {d: f"reasoning-gym curriculum level {d - 1} for every attribute" for d in range(1, LEVELS + 1)}
+        self.levels = {
+            d: f"reasoning-gym curriculum level {d - 1} for every attribute" for d in range(1, LEVELS + 1)
+        }
 
     def _entry(self, difficulty: int, seed: int) -> tuple[Any, dict[str, Any]]:
         import reasoning_gym

@@ -119,7 +119,9 @@ class SatSession:
             for cut in cuts:
                 self.solver.add_clause(cut)
 
-    def solutions(self, over: Sequence[Lit], assumptions: Sequence[Lit] = (), limit: int = 2) -> list[set[int]]:
+    def solutions(
+        self, over: Sequence[Lit], assumptions: Sequence[Lit] = (), limit: int = 2
+    ) -> list[set[int]]:
         """Up to ``limit`` solutions that differ on the variables ``over`` (each as its set of true ones)."""
         guard = self.model.fresh()
         found: list[set[int]] = []

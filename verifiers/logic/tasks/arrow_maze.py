@@ -11,14 +11,25 @@ from typing import Any
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
 from verifiers.logic.grids import grid_result, inside, parse_grid, render
 
-ARROWS = {"↑": (-1, 0), "↓": (1, 0), "←": (0, -1), "→": (0, 1), "↖": (-1, -1), "↗": (-1, 1), "↘": (1, 1), "↙": (1, -1)}
+ARROWS = {
+    "↑": (-1, 0),
+    "↓": (1, 0),
+    "←": (0, -1),
+    "→": (0, 1),
+    "↖": (-1, -1),
+    "↗": (-1, 1),
+    "↘": (1, 1),
+    "↙": (1, -1),
+}
 SIZES = {1: 4, 2: 5, 3: 6, 4: 7, 5: 8, 6: 9}
 
 
 def ray_length(grid: list[list[str]], r: int, c: int, arrow: str) -> int:
     dr, dc = ARROWS[arrow]
     n, m, k = len(grid), len(grid[0]), 0
-    while inside(r + (k + 1) * dr, c + (k + 1) * dc, n, m) and grid[r + (k + 1) * dr][c + (k + 1) * dc] == arrow:
+    while (
+        inside(r + (k + 1) * dr, c + (k + 1) * dc, n, m) and grid[r + (k + 1) * dr][c + (k + 1) * dc] == arrow
+    ):
         k += 1
     return k
 
@@ -49,7 +60,8 @@ def random_maze(rng: random.Random, n: int) -> list[list[str]]:
         grew = False
         for r, c in blank:
             options = [
-                a for a, (dr, dc) in ARROWS.items()
+                a
+                for a, (dr, dc) in ARROWS.items()
                 if inside(r - dr, c - dc, n, n) and grid[r - dr][c - dc] in ("#", a)
             ]
             if options:
@@ -105,7 +117,9 @@ class ArrowMaze(LogicTask):
                 if maze[r][c].isdigit():
                     got = sum(ray_length(grid, r, c, a) for a in ARROWS)
                     if got != int(maze[r][c]):
-                        broken.append(f"number {maze[r][c]} at ({r + 1},{c + 1}) has {got} arrows on its rays")
+                        broken.append(
+                            f"number {maze[r][c]} at ({r + 1},{c + 1}) has {got} arrows on its rays"
+                        )
                 elif not covered(grid, r, c):
                     wrong.append([r + 1, c + 1])
                     broken.append(f"arrow at ({r + 1},{c + 1}) is on no number's ray")

@@ -15,7 +15,9 @@ SIZES = {1: 4, 2: 6, 3: 8, 4: 10, 5: 12}
 
 def lines_of(grid: Grid) -> list[tuple[str, list[int]]]:
     n = len(grid)
-    return [(f"row {i + 1}", grid[i]) for i in range(n)] + [(f"column {i + 1}", [row[i] for row in grid]) for i in range(n)]
+    return [(f"row {i + 1}", grid[i]) for i in range(n)] + [
+        (f"column {i + 1}", [row[i] for row in grid]) for i in range(n)
+    ]
 
 
 class Binairo(MarkedCellsTask):
@@ -54,7 +56,9 @@ class Binairo(MarkedCellsTask):
         n = puzzle["rows"]
         m = SatModel()
         cells = {(r, c): m.var("b", r, c) for r in range(n) for c in range(n)}
-        lines = [[(i, j) for j in range(n)] for i in range(n)] + [[(j, i) for j in range(n)] for i in range(n)]
+        lines = [[(i, j) for j in range(n)] for i in range(n)] + [
+            [(j, i) for j in range(n)] for i in range(n)
+        ]
         for line in lines:
             lits = [cells[cell] for cell in line]
             m.exactly(lits, n // 2)

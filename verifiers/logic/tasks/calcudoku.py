@@ -102,7 +102,9 @@ class Calcudoku(LogicTask):
             r, c = rng.choice(differ)
             split = next(cage for cage in cages if [r, c] in cage["cells"])
             cages.remove(split)
-            cages += [{"cells": [cell], "op": "=", "target": sol[cell[0]][cell[1]]} for cell in split["cells"]]
+            cages += [
+                {"cells": [cell], "op": "=", "target": sol[cell[0]][cell[1]]} for cell in split["cells"]
+            ]
         cages.sort(key=lambda cage: cage["cells"][0])
         puzzle = {"n": n, "cages": cages, "solution": sol}
         return LogicInstance(self.name, difficulty, seed, self._prompt(puzzle), render(sol), puzzle)
@@ -137,7 +139,9 @@ class Calcudoku(LogicTask):
             values = [grid[r][c] for r, c in cage["cells"]]
             if combine(cage["op"], values) != cage["target"]:
                 r, c = cage["cells"][0]
-                violations.append(f"cage at ({r + 1},{c + 1}) gives {values}, not {cage['target']}{cage['op']}")
+                violations.append(
+                    f"cage at ({r + 1},{c + 1}) gives {values}, not {cage['target']}{cage['op']}"
+                )
         return grid_result(diff_cells(grid, puzzle["solution"]) if violations else [], violations)
 
     def measure(self, puzzle: dict[str, Any]) -> float:

@@ -42,7 +42,11 @@ class Campsite(MarkedCellsTask):
         cells = [(r, c) for r in range(n) for c in range(n)]
         rng.shuffle(cells)
         for cell in cells:
-            if rng.random() < 0.5 or cell in trees or any(nb in tents for nb in neighbours(*cell, n, n, KING)):
+            if (
+                rng.random() < 0.5
+                or cell in trees
+                or any(nb in tents for nb in neighbours(*cell, n, n, KING))
+            ):
                 continue
             spots = [nb for nb in neighbours(*cell, n, n) if nb not in trees and nb not in tents]
             if spots:
@@ -106,7 +110,11 @@ class Campsite(MarkedCellsTask):
         trees = [tuple(t) for t in puzzle["trees"]]
         tents = {(r, c) for r in range(n) for c in range(n) if grid[r][c]}
         out = [f"tent on the tree at ({r + 1}, {c + 1})" for r, c in trees if (r, c) in tents]
-        out += [f"row {i + 1} has {sum(grid[i])} tents, clue {k}" for i, k in enumerate(puzzle["row_counts"]) if sum(grid[i]) != k]
+        out += [
+            f"row {i + 1} has {sum(grid[i])} tents, clue {k}"
+            for i, k in enumerate(puzzle["row_counts"])
+            if sum(grid[i]) != k
+        ]
         out += [
             f"column {i + 1} has {sum(row[i] for row in grid)} tents, clue {k}"
             for i, k in enumerate(puzzle["col_counts"])

@@ -77,7 +77,9 @@ class Futoshiki(FillInTask):
         model, x, guards = _model(n, pairs)
         given = [x[r][c][v] for r, row in enumerate(puzzle["givens"]) for c, v in enumerate(row) if v]
         with model.session() as s:
-            return s.count(all_vars(x), given + assumptions_of([[g] for g in guards], range(len(guards))), limit)
+            return s.count(
+                all_vars(x), given + assumptions_of([[g] for g in guards], range(len(guards))), limit
+            )
 
 
 TASK = Futoshiki()

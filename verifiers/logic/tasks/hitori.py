@@ -76,7 +76,9 @@ class Hitori(MarkedCellsTask):
         n, numbers = puzzle["rows"], puzzle["numbers"]
         m = SatModel()
         cells = {(r, c): m.var("s", r, c) for r in range(n) for c in range(n)}
-        lines = [[(i, j) for j in range(n)] for i in range(n)] + [[(j, i) for j in range(n)] for i in range(n)]
+        lines = [[(i, j) for j in range(n)] for i in range(n)] + [
+            [(j, i) for j in range(n)] for i in range(n)
+        ]
         for line in lines:
             for k, a in enumerate(line):
                 for b in line[k + 1 :]:

@@ -27,7 +27,9 @@ def combos(length: int, total: int) -> list[tuple[int, ...]]:
 def runs(white: set[Cell], n: int) -> list[list[Cell]]:
     """Maximal horizontal and vertical runs of white cells (length >= 1)."""
     out = []
-    for line in [[(r, c) for c in range(n)] for r in range(n)] + [[(r, c) for r in range(n)] for c in range(n)]:
+    for line in [[(r, c) for c in range(n)] for r in range(n)] + [
+        [(r, c) for r in range(n)] for c in range(n)
+    ]:
         current: list[Cell] = []
         for cell in [*line, None]:
             if cell in white:
@@ -73,7 +75,9 @@ class Kakuro(LogicTask):
         rng = self.rng(difficulty, seed)
         n = SIZES[difficulty]
         puzzle = min((self._draw(rng, n) for _ in range(DRAWS)), key=lambda p: len(p["given"]))
-        return LogicInstance(self.name, difficulty, seed, self._prompt(puzzle), render(puzzle["solution"]), puzzle)
+        return LogicInstance(
+            self.name, difficulty, seed, self._prompt(puzzle), render(puzzle["solution"]), puzzle
+        )
 
     def _draw(self, rng: random.Random, n: int) -> dict[str, Any]:
         """A random layout and filling, with the cells that must be given to make the filling unique."""
@@ -96,7 +100,9 @@ class Kakuro(LogicTask):
             "white": sorted([list(cell) for cell in white]),
             "runs": [{"cells": [list(cell) for cell in run], "sum": total} for run, total in clues],
             "given": sorted([[r, c, sol[r, c]] for r, c in given]),
-            "solution": [["#" if (r, c) not in white else str(sol[r, c]) for c in range(n)] for r in range(n)],
+            "solution": [
+                ["#" if (r, c) not in white else str(sol[r, c]) for c in range(n)] for r in range(n)
+            ],
         }
 
     def _prompt(self, p: dict[str, Any]) -> str:
@@ -109,12 +115,18 @@ class Kakuro(LogicTask):
         lines = []
         for run in p["runs"]:
             (r0, c0), (r1, c1) = run["cells"][0], run["cells"][-1]
-            where = f"row {r0 + 1}, columns {c0 + 1}-{c1 + 1}" if r0 == r1 else f"column {c0 + 1}, rows {r0 + 1}-{r1 + 1}"
+            where = (
+                f"row {r0 + 1}, columns {c0 + 1}-{c1 + 1}"
+                if r0 == r1
+                else f"column {c0 + 1}, rows {r0 + 1}-{r1 + 1}"
+            )
             lines.append(f"{'across' if r0 == r1 else 'down'} {where}: sum {run['sum']}")
         return (
             f"Kakuro on a {n}x{n} grid ('#' black, '.' white, digits given):\n\n{render(board)}\n\n"
             "Write a digit 1-9 in every white cell. Each run of white cells listed below must contain distinct "
-            "digits that add up to its sum. Rows and columns are numbered from 1.\n" + "\n".join(lines) + "\n\n"
+            "digits that add up to its sum. Rows and columns are numbered from 1.\n"
+            + "\n".join(lines)
+            + "\n\n"
             f"Answer with the completed grid: {n} lines of {n} entries separated by spaces, a digit for each "
             "white cell and # for each black cell. " + ANSWER_FORMAT
         )
@@ -123,7 +135,11 @@ class Kakuro(LogicTask):
         n = puzzle["n"]
         grid = parse_grid(answer, n, n, r"\d|#")
         white = {tuple(cell) for cell in puzzle["white"]}
-        broken = [f"white cell ({r + 1},{c + 1}) has no digit 1-9" for r, c in sorted(white) if grid[r][c] in ("#", "0")]
+        broken = [
+            f"white cell ({r + 1},{c + 1}) has no digit 1-9"
+            for r, c in sorted(white)
+            if grid[r][c] in ("#", "0")
+        ]
         if not broken:
             for run in puzzle["runs"]:
                 digits = [int(grid[r][c]) for r, c in run["cells"]]
@@ -132,7 +148,9 @@ class Kakuro(LogicTask):
                     broken.append(f"run at ({r + 1},{c + 1}) repeats a digit")
                 if sum(digits) != run["sum"]:
                     broken.append(f"run at ({r + 1},{c + 1}) sums to {sum(digits)}, not {run['sum']}")
-            broken += [f"given ({r + 1},{c + 1})={d} changed" for r, c, d in puzzle["given"] if grid[r][c] != str(d)]
+            broken += [
+                f"given ({r + 1},{c + 1})={d} changed" for r, c, d in puzzle["given"] if grid[r][c] != str(d)
+            ]
         return grid_result(diff_cells(grid, puzzle["solution"]) if broken else [], broken)
 
     def measure(self, puzzle: dict[str, Any]) -> float:

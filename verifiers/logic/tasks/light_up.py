@@ -47,8 +47,14 @@ class LightUp(MarkedCellsTask):
                 lit |= {cell, *seen_from(cell, black, n)}
         numbers = [[r, c, sum(nb in lights for nb in neighbours(r, c, n, n))] for r, c in sorted(black)]
         sol = [[int((r, c) in lights) for c in range(n)] for r in range(n)]
-        return {"rows": n, "cols": n, "black": sorted([list(b) for b in black]), "numbers": numbers,
-                "given": [], "solution": sol}
+        return {
+            "rows": n,
+            "cols": n,
+            "black": sorted([list(b) for b in black]),
+            "numbers": numbers,
+            "given": [],
+            "solution": sol,
+        }
 
     def generate(self, difficulty: int, seed: int):
         rng = self.rng(difficulty, seed)
@@ -101,8 +107,11 @@ class LightUp(MarkedCellsTask):
         for cell in lights - black:
             seen = seen_from(cell, black, n)
             lit |= set(seen)
-            out += [f"lights ({cell[0] + 1}, {cell[1] + 1}) and ({x[0] + 1}, {x[1] + 1}) see each other"
-                    for x in seen if x in lights and x > cell]
+            out += [
+                f"lights ({cell[0] + 1}, {cell[1] + 1}) and ({x[0] + 1}, {x[1] + 1}) see each other"
+                for x in seen
+                if x in lights and x > cell
+            ]
         dark = [(r, c) for r in range(n) for c in range(n) if (r, c) not in black and (r, c) not in lit]
         if dark:
             out.append(f"{len(dark)} white cell(s) unlit, e.g. ({dark[0][0] + 1}, {dark[0][1] + 1})")

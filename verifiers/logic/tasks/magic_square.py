@@ -27,7 +27,10 @@ def magic(n: int) -> list[list[int]]:
         return grid
     if n % 4 == 0:
         return [
-            [n * n + 1 - (r * n + c + 1) if (r % 4 in (0, 3)) == (c % 4 in (0, 3)) else r * n + c + 1 for c in range(n)]
+            [
+                n * n + 1 - (r * n + c + 1) if (r % 4 in (0, 3)) == (c % 4 in (0, 3)) else r * n + c + 1
+                for c in range(n)
+            ]
             for r in range(n)
         ]
     m = n // 2  # LUX: an odd magic square of half size, each value expanded into a 2x2 pattern
@@ -70,8 +73,13 @@ def violations(grid: list[list[int]]) -> list[str]:
     target = n * (n * n + 1) // 2
     values = sorted(v for row in grid for v in row)
     out = [] if values == list(range(1, n * n + 1)) else [f"the numbers are not exactly 1..{n * n}"]
-    lines = [(f"row {i + 1}", grid[i]) for i in range(n)] + [(f"column {i + 1}", [row[i] for row in grid]) for i in range(n)]
-    lines += [("main diagonal", [grid[i][i] for i in range(n)]), ("anti-diagonal", [grid[i][n - 1 - i] for i in range(n)])]
+    lines = [(f"row {i + 1}", grid[i]) for i in range(n)] + [
+        (f"column {i + 1}", [row[i] for row in grid]) for i in range(n)
+    ]
+    lines += [
+        ("main diagonal", [grid[i][i] for i in range(n)]),
+        ("anti-diagonal", [grid[i][n - 1 - i] for i in range(n)]),
+    ]
     out += [f"{name} sums to {sum(line)}, not {target}" for name, line in lines if sum(line) != target]
     return out
 
@@ -101,7 +109,12 @@ class MagicSquare(LogicTask):
         n = puzzle["n"]
         grid = parse_int_grid(answer, n, n)
         broken = violations(grid)
-        changed = [[r + 1, c + 1] for r, row in enumerate(puzzle["givens"]) for c, v in enumerate(row) if v and grid[r][c] != v]
+        changed = [
+            [r + 1, c + 1]
+            for r, row in enumerate(puzzle["givens"])
+            for c, v in enumerate(row)
+            if v and grid[r][c] != v
+        ]
         if changed:
             broken.append("given cells changed")
         return grid_result(changed, broken)

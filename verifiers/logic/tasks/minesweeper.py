@@ -29,7 +29,14 @@ class Minesweeper(MarkedCellsTask):
         sol = [[int((r, c) in mines) for c in range(n)] for r in range(n)]
         safe = [cell for cell in cells if cell not in mines]
         revealed = [[r, c, sum(nb in mines for nb in neighbours(r, c, n, n, KING))] for r, c in safe]
-        puzzle = {"rows": n, "cols": n, "mines": len(mines), "revealed": revealed, "given": [], "solution": sol}
+        puzzle = {
+            "rows": n,
+            "cols": n,
+            "mines": len(mines),
+            "revealed": revealed,
+            "given": [],
+            "solution": sol,
+        }
         model, lits, guards = self.build(puzzle)
         with model.session() as s:
             kept = reduce_clues(s, list(lits.values()), [[g] for g in guards], rng)

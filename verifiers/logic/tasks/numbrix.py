@@ -47,8 +47,10 @@ def _model(n: int):
 class Numbrix(FillInTask):
     name = "numbrix"
     description = "Numbrix: complete a path of consecutive numbers 1..n² through orthogonal neighbours."
-    levels = {d: f"{n}x{n} grid, " + (f"{k} numbers given" if k else "givens removed until minimal")
-              for d, (n, k) in LEVELS.items()}
+    levels = {
+        d: f"{n}x{n} grid, " + (f"{k} numbers given" if k else "givens removed until minimal")
+        for d, (n, k) in LEVELS.items()
+    }
 
     def generate(self, difficulty: int, seed: int) -> LogicInstance:
         rng = self.rng(difficulty, seed)
@@ -77,9 +79,11 @@ class Numbrix(FillInTask):
     def violations(self, puzzle: dict[str, Any], grid: list[list[int]]) -> list[str]:
         n = puzzle["n"]
         where = {v: (r, c) for r in range(n) for c in range(n) for v in [grid[r][c]]}
-        broken = [] if sorted(where) == list(range(1, n * n + 1)) and len(where) == n * n else [
-            f"the numbers are not exactly 1..{n * n}"
-        ]
+        broken = (
+            []
+            if sorted(where) == list(range(1, n * n + 1)) and len(where) == n * n
+            else [f"the numbers are not exactly 1..{n * n}"]
+        )
         if not broken:
             broken += [
                 f"{v} and {v + 1} are not neighbours"

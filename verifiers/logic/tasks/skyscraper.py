@@ -42,8 +42,10 @@ def _model(n: int, counts: dict[tuple[str, int], int]):
     before it is not yet at least v. That keeps every gate at two inputs.
     """
     model, x = latin_model(n)
-    at_least = [[{v: model.or_gate([x[r][c][u] for u in range(v, n + 1)]) for v in range(2, n + 1)} for c in range(n)]
-                for r in range(n)]
+    at_least = [
+        [{v: model.or_gate([x[r][c][u] for u in range(v, n + 1)]) for v in range(2, n + 1)} for c in range(n)]
+        for r in range(n)
+    ]
     guards: dict[tuple[str, int], int] = {}
     for side, side_lines in lines(n).items():
         for i, cells in enumerate(side_lines):
@@ -53,7 +55,9 @@ def _model(n: int, counts: dict[tuple[str, int], int]):
             seen = [model.or_gate([x[r0][c0][v] for v in range(1, n + 1)])]  # the first is always seen
             taller = dict(at_least[r0][c0])
             for r, c in cells[1:]:
-                seen.append(model.or_gate([model.and_gate([x[r][c][v], -taller[v]]) for v in range(2, n + 1)]))
+                seen.append(
+                    model.or_gate([model.and_gate([x[r][c][v], -taller[v]]) for v in range(2, n + 1)])
+                )
                 taller = {v: model.or_gate([taller[v], at_least[r][c][v]]) for v in range(2, n + 1)}
             guards[side, i] = g = model.fresh()
             model.exactly(seen, counts[side, i], guard=g)
@@ -95,7 +99,9 @@ class Skyscraper(FillInTask):
         def fmt(values: list[int]) -> str:
             return " ".join(str(v) if v else "." for v in values)
 
-        extra = f"\nGiven heights ('.' = unknown):\n{show(p['givens'])}\n" if any(map(any, p["givens"])) else ""
+        extra = (
+            f"\nGiven heights ('.' = unknown):\n{show(p['givens'])}\n" if any(map(any, p["givens"])) else ""
+        )
         return (
             f"Skyscrapers puzzle on a {n}x{n} grid. Place a building of height 1-{n} in every cell so that each "
             f"row and each column contains every height exactly once. A clue outside the grid is the number "

@@ -80,7 +80,11 @@ class StarPlacement(MarkedCellsTask):
     def violations(self, puzzle: dict[str, Any], grid: Grid) -> list[str]:
         n, k, regions = puzzle["rows"], puzzle["k"], puzzle["regions"]
         out = [f"row {i + 1} has {sum(grid[i])} stars" for i in range(n) if sum(grid[i]) != k]
-        out += [f"column {c + 1} has {sum(row[c] for row in grid)} stars" for c in range(n) if sum(row[c] for row in grid) != k]
+        out += [
+            f"column {c + 1} has {sum(row[c] for row in grid)} stars"
+            for c in range(n)
+            if sum(row[c] for row in grid) != k
+        ]
         for i in range(n):
             got = sum(grid[r][c] for r in range(n) for c in range(n) if regions[r][c] == i)
             if got != k:

@@ -94,8 +94,14 @@ class Survo(FillInTask):
             f"Answer with the completed grid: {rows} lines of {cols} numbers separated by spaces. "
             + ANSWER_FORMAT
         )
-        puzzle = {"rows": rows, "cols": cols, "givens": grid, "row_sums": row_sums, "col_sums": col_sums,
-                  "solution": sol}
+        puzzle = {
+            "rows": rows,
+            "cols": cols,
+            "givens": grid,
+            "row_sums": row_sums,
+            "col_sums": col_sums,
+            "solution": sol,
+        }
         return LogicInstance(self.name, difficulty, seed, prompt, render(sol), puzzle)
 
     def largest(self, puzzle: dict[str, Any]) -> int:
@@ -106,7 +112,11 @@ class Survo(FillInTask):
         broken = []
         if sorted(v for row in grid for v in row) != list(range(1, rows * cols + 1)):
             broken.append(f"the numbers are not exactly 1..{rows * cols}")
-        broken += [f"row {r + 1} sums to {sum(grid[r])}, not {s}" for r, s in enumerate(puzzle["row_sums"]) if sum(grid[r]) != s]
+        broken += [
+            f"row {r + 1} sums to {sum(grid[r])}, not {s}"
+            for r, s in enumerate(puzzle["row_sums"])
+            if sum(grid[r]) != s
+        ]
         broken += [
             f"column {c + 1} sums to {sum(row[c] for row in grid)}, not {s}"
             for c, s in enumerate(puzzle["col_sums"])
@@ -115,7 +125,9 @@ class Survo(FillInTask):
         return broken
 
     def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
-        return count_solutions([row[:] for row in puzzle["givens"]], puzzle["row_sums"], puzzle["col_sums"], limit)
+        return count_solutions(
+            [row[:] for row in puzzle["givens"]], puzzle["row_sums"], puzzle["col_sums"], limit
+        )
 
 
 TASK = Survo()
