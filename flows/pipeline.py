@@ -37,17 +37,9 @@ def load_input(cfg: DataConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
     `m1 run` checks this before anything is written, so no partial output is left in the store.
     """
     if cfg.input_path is None:
-        from flows.data.synthetic_math import generate
+        from flows.data.synthetic_math import generate_for
 
-        df = generate(
-            cfg.n_problems,
-            cfg.n_exact_duplicates,
-            cfg.n_near_duplicates,
-            cfg.n_benchmark_leaks,
-            cfg.n_unparseable,
-            seed=cfg.seed,
-        )
-        return validate_items(df, where="synthetic-math")
+        return validate_items(generate_for(cfg), where="synthetic-math")
     from flows.curate.ingest import read_table
 
     path = Path(cfg.input_path)

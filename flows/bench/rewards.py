@@ -137,23 +137,9 @@ def _free_port() -> int:
 def _start_server(port: int, workers: int) -> subprocess.Popen:
     import httpx
 
-    cmd = [
-        sys.executable,
-        "-c",
-        "from flows.cli import main; main()",
-        "serve",
-        "rewards",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--max-body-mb",
-        str(MAX_BODY_MB),
-        "--max-items",
-        str(MAX_ITEMS),
-        "--log-level",
-        "warning",
-    ]
+    flags = f"--port {port} --workers {workers} --max-body-mb {MAX_BODY_MB} --max-items {MAX_ITEMS}"
+    cmd = [sys.executable, "-c", "from flows.cli import main; main()", "serve", "rewards", *flags.split()]
+    cmd += ["--log-level", "warning"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=1) as client:

@@ -66,19 +66,10 @@ def ingest_task(spec: SourceConfig, content: str) -> Ingested:
 
 @task(name="generate", **CACHED)
 def generate_task(cfg: DataConfig) -> Ingested:
-    from flows.data.synthetic_math import generate
+    from flows.data.synthetic_math import generate_for
     from flows.schema import validate_items
 
-    valid, bad = validate_items(
-        generate(
-            cfg.n_problems,
-            cfg.n_exact_duplicates,
-            cfg.n_near_duplicates,
-            cfg.n_benchmark_leaks,
-            cfg.n_unparseable,
-            seed=cfg.seed,
-        )
-    )
+    valid, bad = validate_items(generate_for(cfg))
     return Ingested(valid, bad, 0, valid.height + bad.height)
 
 

@@ -15,10 +15,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from flows.schema import ITEM_COLUMNS
+
+if TYPE_CHECKING:
+    from flows.config import DataConfig
 
 MAX_CLEAN_JACCARD = 0.35  # far below any near-dup threshold worth using
 NEAR_DUP_MIN_JACCARD = 0.8
@@ -302,6 +306,18 @@ def generate(
     planted = rows[len(problems) :]
     rng.shuffle(planted)
     return pl.DataFrame(rows[: len(problems)] + planted, schema=ITEM_COLUMNS)
+
+
+def generate_for(cfg: DataConfig) -> pl.DataFrame:
+    """The dataset a DataConfig describes: its size, its planted rows and its seed."""
+    return generate(
+        cfg.n_problems,
+        cfg.n_exact_duplicates,
+        cfg.n_near_duplicates,
+        cfg.n_benchmark_leaks,
+        cfg.n_unparseable,
+        seed=cfg.seed,
+    )
 
 
 def write_benchmark(path, n: int = 40, seed: int = 2024) -> None:

@@ -114,6 +114,12 @@ def test_clean_and_answers_round_trip(tmp_path):
     assert res.exit_code == 0 and pl.read_parquet(tmp_path / "a.parquet")["answer"].to_list() == ["4"]
 
 
+def _dedup_args(src, out_dir) -> list[str]:
+    """`m1 curate dedup` on src, writing into out_dir."""
+    out, clusters = str(out_dir / "o.parquet"), str(out_dir / "c.parquet")
+    return ["curate", "dedup", "--input", str(src), "--output", out, "--clusters", clusters]
+
+
 @pytest.mark.parametrize(
     "content,args,message",
     [
@@ -131,17 +137,7 @@ def test_bad_input_is_an_input_error_and_writes_nothing(tmp_path, content, args,
     src = tmp_path / "in.jsonl"
     if content is not None:
         src.write_text(content)
-    res = m1(
-        "curate",
-        "dedup",
-        "--input",
-        str(src),
-        "--output",
-        str(tmp_path / "o.parquet"),
-        "--clusters",
-        str(tmp_path / "c.parquet"),
-        *args,
-    )
+    res = m1(*_dedup_args(src, tmp_path), *args)
     assert isinstance(res.exception, InputError) and message in str(res.exception)
     assert "\n" not in str(res.exception)
     assert not (tmp_path / "o.parquet").exists()
@@ -155,14 +151,7 @@ def test_bad_input_from_the_shell_is_one_line_exit_2(tmp_path):
             sys.executable,
             "-c",
             "from flows.cli import main; main()",
-            "curate",
-            "dedup",
-            "--input",
-            str(src),
-            "--output",
-            str(tmp_path / "o.parquet"),
-            "--clusters",
-            str(tmp_path / "c.parquet"),
+            *_dedup_args(src, tmp_path),
         ],
         capture_output=True,
         text=True,

@@ -45,27 +45,9 @@ def server(tmp_path_factory):
     plugins = tmp_path_factory.mktemp("plugins")
     (plugins / "echo.py").write_text(PLUGIN, encoding="utf-8")
     port = _free_port()
-    cmd = [
-        sys.executable,
-        "-c",
-        "from flows.cli import main; main()",
-        "serve",
-        "rewards",
-        "--port",
-        str(port),
-        "--workers",
-        "2",
-        "--item-timeout",
-        "20",
-        "--max-body-mb",
-        "0.05",
-        "--max-items",
-        "64",
-        "--log-level",
-        "warning",
-        "--plugin-dir",
-        str(plugins),
-    ]
+    limits = f"--port {port} --workers 2 --item-timeout 20 --max-body-mb 0.05 --max-items 64".split()
+    cmd = [sys.executable, "-c", "from flows.cli import main; main()", "serve", "rewards", *limits]
+    cmd += ["--log-level", "warning", "--plugin-dir", str(plugins)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
