@@ -8,6 +8,7 @@
 # Where the engine cannot run at all, it says why and exits 0: the docker tests then skip with that
 # reason. Set M1_REQUIRE_DOCKER=1 to make that an error instead.
 set -uo pipefail
+source "$(dirname "$0")/apt-install.sh"
 
 LOG=${M1_DOCKERD_LOG:-/var/log/m1-dockerd.log}
 PY=${M1_PYTHON:-.venv/bin/python}
@@ -24,10 +25,7 @@ give_up() {
 engine_up() { docker info >/dev/null 2>&1; }
 
 if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null || ! command -v docker >/dev/null; then
-    echo "docker-engine: installing docker.io and debootstrap" >&2
-    $SUDO apt-get update -qq || give_up "apt-get update failed"
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-        docker.io debootstrap >/dev/null || give_up "apt-get install docker.io debootstrap failed"
+    apt_install docker-engine docker.io debootstrap || give_up "apt-get could not install docker.io debootstrap"
 fi
 
 if ! engine_up; then

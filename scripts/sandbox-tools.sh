@@ -3,19 +3,14 @@
 # (rlimits) and GNU time (exit status and usage of the program inside the pid namespace).
 # Idempotent and quick when everything is there. Needs root (or sudo) only to install.
 set -euo pipefail
+source "$(dirname "$0")/apt-install.sh"
 
 missing=()
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v prlimit >/dev/null || missing+=(util-linux)
 [ -x /usr/bin/time ] || missing+=(time)
 
-if [ ${#missing[@]} -gt 0 ]; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    echo "sandbox-tools: installing ${missing[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+[ ${#missing[@]} -eq 0 ] || apt_install sandbox-tools "${missing[@]}"
 
 # bwrap runs unprivileged and needs user namespaces; some distributions switch them off.
 AS_USER=()

@@ -4,6 +4,7 @@
 # Chromium, so no browser is downloaded (`npx playwright install` is never run).
 # Idempotent and quick when everything is there. Needs root (or sudo) only to install.
 set -euo pipefail
+source "$(dirname "$0")/apt-install.sh"
 cd "$(dirname "$0")/.."
 
 missing=()
@@ -11,13 +12,7 @@ missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 
-if [ ${#missing[@]} -gt 0 ]; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    echo "ui-tools: installing ${missing[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+[ ${#missing[@]} -eq 0 ] || apt_install ui-tools "${missing[@]}"
 
 # playwright-core 1.65 needs Node 20+; Debian 12's own nodejs is 18.
 node_major=$(node -p 'process.versions.node.split(".")[0]')
