@@ -24,6 +24,8 @@ the formula gives 2 x 36.6B FLOPs, twice R1's published 37B active parameters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # MiniMax-M1 / Text-01 (456B total, 45.9B active): 80 layers, a softmax layer after every 7 lightning ones.
 MINIMAX_M1 = dict(
     hidden_size=6144,
@@ -75,11 +77,15 @@ def decode_flops(cfg: dict, layer_types: list[str], context: int) -> float:
     return attn + len(layer_types) * moe + 2 * d * V
 
 
+def _generation(per_token: Callable[[int], float], length: int) -> float:
+    """Sum of per_token(n) for n = 1..length in closed form: per-token FLOPs are affine in the context."""
+    growth = per_token(1) - per_token(0)  # FLOPs added per cached token
+    return length * per_token(0) + growth * length * (length + 1) / 2
+
+
 def generation_flops(cfg: dict, layer_types: list[str], length: int) -> float:
-    """FLOPs of generating `length` tokens from an empty context (closed form of the sum over n)."""
-    n_softmax = sum(t == "full_attention" for t in layer_types)
-    growth = 4 * cfg["num_attention_heads"] * cfg["head_dim"] * n_softmax  # FLOPs added per context token
-    return length * decode_flops(cfg, layer_types, 0) + growth * length * (length + 1) / 2
+    """FLOPs of generating `length` tokens from an empty context."""
+    return _generation(lambda n: decode_flops(cfg, layer_types, n), length)
 
 
 def deepseek_r1_decode_flops(context: int, cfg: dict = DEEPSEEK_R1) -> float:
@@ -104,6 +110,5 @@ def deepseek_r1_decode_flops(context: int, cfg: dict = DEEPSEEK_R1) -> float:
 
 
 def deepseek_r1_generation_flops(length: int, cfg: dict = DEEPSEEK_R1) -> float:
-    """FLOPs of generating `length` tokens of DeepSeek-R1 from an empty context (closed form)."""
-    growth = deepseek_r1_decode_flops(1, cfg) - deepseek_r1_decode_flops(0, cfg)
-    return length * deepseek_r1_decode_flops(0, cfg) + growth * length * (length + 1) / 2
+    """FLOPs of generating `length` tokens of DeepSeek-R1 from an empty context."""
+    return _generation(lambda n: deepseek_r1_decode_flops(n, cfg), length)
