@@ -30,12 +30,11 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from flows.curate.text import fmix64, ngram_hashes, shingle_strings, word_lists
+from flows.curate.text import GOLDEN64, fmix64, ngram_hashes, shingle_strings, word_lists
 
 Mode = Literal["fast", "compat"]
 EMPTY = np.uint32(0xFFFFFFFF)  # a signature value no shingle reached (datasketch's empty MinHash)
 _BLOCK = 1 << 17  # shingles per block: the uint32 scratch buffer stays in L2 cache
-_M64 = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier (golden ratio) for mixing band keys
 _MAX_ALL_PAIRS_BUCKET = 64  # larger LSH buckets (boilerplate) are linked as a star, not all pairs
 # With exact verification a false positive costs one Jaccard computation while a false negative is a
 # missed duplicate, so the banding favours recall; without verification, datasketch's even weighting.
@@ -168,7 +167,7 @@ def candidate_pairs(sig_t: np.ndarray, bands: int, rows: int, active: np.ndarray
     for band in range(bands):
         key = np.full(len(docs), np.uint64(band), dtype=np.uint64)
         for row in sig_t[band * rows : (band + 1) * rows]:
-            key = (key ^ row[docs].astype(np.uint64)) * _M64
+            key = (key ^ row[docs].astype(np.uint64)) * GOLDEN64  # mixes the band's rows into one key
             key ^= key >> np.uint64(29)
         found.append(_bucket_pairs(docs, key))
     if not found:

@@ -39,7 +39,7 @@ def shingle_strings(words: list[str], n: int) -> list[str]:
     return [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
 
 
-_MUL = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier (golden ratio) combining token hashes
+GOLDEN64 = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier (golden ratio) for combining 64-bit hashes
 
 
 def fmix64(h: np.ndarray) -> np.ndarray:
@@ -81,7 +81,7 @@ def ngram_hashes(
     padded = np.concatenate([words, np.zeros(n, dtype=np.uint64)])
     window = np.zeros(n_tok, dtype=np.uint64)
     for k in range(n):
-        window *= _MUL
+        window *= GOLDEN64
         window += padded[k : k + n_tok]
     # Windows that end inside their document start an n-gram: mark the last n-1 tokens of every
     # document invalid (a text shorter than n loses them all), then revive the first word of a short
@@ -97,6 +97,6 @@ def ngram_hashes(
         first, length = tok_off[:-1][is_short], lengths[is_short]
         hs = np.zeros(len(first), dtype=np.uint64)
         for k in range(n - 1):
-            hs = np.where(k < length, hs * _MUL + words[np.minimum(first + k, n_tok - 1)], hs)
+            hs = np.where(k < length, hs * GOLDEN64 + words[np.minimum(first + k, n_tok - 1)], hs)
         h[np.searchsorted(starts, first)] = hs
     return offsets, h
