@@ -1,0 +1,216 @@
+"""The SWE flow: repositories -> synthesis -> validation -> the `{run}-swe` dataset.
+
+Each step is a Prefect task on the configured runner (flows/runner.py), cached on its inputs with
+results under M1_HOME/cache, retried on a Docker engine or endpoint hiccup. Concurrency is bounded
+by `swe.workers` everywhere: synthesis runs one repository after another with that many containers,
+validation maps over that many shards, one container each. Images are cached by the engine under
+content-hash tags, so a second run rebuilds nothing and, with unchanged inputs, reruns nothing.
+
+Entry points: `swe_tasks(config)` (the DAG's subflow; `m1 run` when `swe.enabled`), and the same
+library functions from `m1 swe ...`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
+
+from flows.config import PipelineConfig, SWEConfig
+from flows.datasets import SWE, dataset_name
+from flows.errors import ConfigError
+from flows.runner import CACHED, RETRY, Tasks, on_runner
+from flows.schema import QUARANTINE_REASON, validate_items
+from flows.store import DatasetStore, StepCount
+
+
+def repos_dir(config: PipelineConfig) -> Path:
+    c = config.swe
+    return Path(c.repos_dir) if c.repos_dir else DatasetStore(config.home).root / "swe" / "repos"
+
+
+def scorer(c: SWEConfig, repos: Path):
+    from dataclasses import replace
+
+    from sandboxes.swe_run import SWE_LIMITS
+    from verifiers.swe import SWEScorer
+
+    return SWEScorer(repos, replace(SWE_LIMITS, wall_s=c.wall_s, memory_mb=c.memory_mb))
+
+
+@task(name="swe-repos", **RETRY)
+def repos_task(names: list[str], output: str) -> list[dict]:
+    """Not cached: it checks the repositories on disk (milliseconds when they are there)."""
+    from flows.swe.repos import make_repos
+
+    return make_repos(names, Path(output))
+
+
+@task(name="swe-synthesize", **CACHED, **RETRY)
+def synthesize_task(name: str, commit: str, quota: int, c: SWEConfig, output: str) -> dict:
+    """One repository's tasks; `commit` (the sdist commit) keys the cache with the settings."""
+    from flows.swe.repos import profile
+    from flows.swe.synthesize import SynthesisParams, synthesize_repo
+
+    params = SynthesisParams(seed=c.seed, workers=c.workers, candidates_per_task=c.candidates_per_task)
+    endpoint = c.statement.client() if c.statement.url else None
+    result = synthesize_repo(
+        profile(name), Path(output) / name, quota, params, scorer(c, Path(output)), endpoint=endpoint
+    )
+    return {
+        "repo": name, "tasks": result.tasks, "tried": result.tried, "rejected": dict(result.rejected),
+        "kinds": dict(result.kinds), "baseline_tests": result.baseline_tests,
+    }  # fmt: skip
+
+
+@task(name="swe-validate", **CACHED, **RETRY)
+def validate_shard(rows: list[dict], c: SWEConfig, output: str) -> list[dict]:
+    from flows.swe.validate import validate_task
+
+    check = scorer(c, Path(output))
+    return [v.__dict__ for v in (validate_task(row, check) for row in rows)]
+
+
+def preflight(config: PipelineConfig) -> None:
+    """The SWE subflow needs the Docker engine: say so before anything runs."""
+    from sandboxes import SandboxUnavailable
+    from sandboxes.container import engine
+
+    try:
+        engine()
+    except SandboxUnavailable as exc:
+        raise ConfigError(
+            f"swe.enabled needs the Docker engine ({exc}); `make services` starts it, or set swe.enabled=false"
+        ) from None
+
+
+@flow(name="m1-swe", flow_run_name="{config.name}-swe", log_prints=True)
+def swe_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
+    """Synthesise and validate SWE tasks from real repositories and write `{run}-swe`; returns the
+    dataset's manifest, the mutation kinds kept, and every task run's final state."""
+    return on_runner(swe_steps, config.runner, DatasetStore(config.home).root)(config)
+
+
+@flow(name="m1-swe-steps", flow_run_name="{config.name}-swe-steps", log_prints=True)
+def swe_steps(config: PipelineConfig) -> dict:
+    from flows.swe.items import to_items
+    from flows.swe.synthesize import split
+    from sandboxes import SandboxUnavailable
+    from sandboxes.container import engine, reap_orphans
+
+    logger = get_run_logger()
+    c = config.swe
+    try:
+        reap_orphans(engine())  # containers of an earlier run that was killed outright
+    except SandboxUnavailable as exc:
+        raise ConfigError(f"swe.enabled needs the Docker engine: {exc}") from None
+    store = DatasetStore(config.home)
+    output = str(repos_dir(config))
+    tasks = Tasks()
+    progress = create_progress_artifact(0.0, key="swe-progress", description="SWE tasks: repositories")
+
+    repos = tasks.one(repos_task, c.repos, output)
+    update_progress_artifact(progress, 10.0, description="SWE tasks: synthesis")
+    synthesized = []
+    for repo, quota in zip(repos, split(c.n_tasks, len(repos)), strict=True):
+        if quota:
+            synthesized.append(tasks.one(synthesize_task, repo["repo"], repo["commit"], quota, c, output))
+            logger.info(
+                "%s: %d tasks from %d candidates",
+                repo["repo"],
+                len(synthesized[-1]["tasks"]),
+                synthesized[-1]["tried"],
+            )
+    candidates = [row for s in synthesized for row in s["tasks"]]
+    update_progress_artifact(progress, 50.0, description="SWE tasks: validation")
+
+    n = max(1, min(c.workers, len(candidates)))
+    shards = [candidates[i::n] for i in range(n)] if candidates else []
+    checked = [v for shard in tasks.map(validate_shard, shards, c, output) for v in shard]
+    kept = [v["row"] for v in checked if v["kept"]]
+    dropped = [v for v in checked if not v["kept"]]
+    for v in dropped:
+        logger.warning("dropped %s: %s", v["instance_id"], v["reason"])
+    update_progress_artifact(progress, 90.0, description="SWE tasks: dataset")
+
+    items, bad = validate_items(to_items(kept, c.kinds, Path(output)), where="swe items")
+    quarantine = pl.DataFrame(
+        [{"id": v["instance_id"], "metadata": json.dumps(v["row"], default=str), QUARANTINE_REASON: v["reason"]} for v in dropped],
+        schema={"id": pl.String, "metadata": pl.String, QUARANTINE_REASON: pl.String},
+    )  # fmt: skip
+    quarantine = pl.concat([quarantine, bad.select(quarantine.columns)], how="vertical_relaxed")
+    tried = sum(s["tried"] for s in synthesized)
+    manifest = store.write(
+        dataset_name(config.name, SWE),
+        items,
+        params={"swe": c.model_dump(mode="json"), "repos": repos},
+        steps=[
+            StepCount(
+                "synthesize", tried, len(candidates), "the suite must catch the mutant (F2P), the rest pass"
+            ),
+            StepCount(
+                "validate", len(candidates), len(kept), "F2P fail before, all pass after the gold patch"
+            ),
+        ],
+        quarantine=quarantine,
+    )
+    kinds = Counter(row.get("mutation", "?") for row in kept)
+    report(manifest.ref, synthesized, checked, kinds)
+    update_progress_artifact(progress, 100.0, description="SWE tasks: done")
+    logger.info(
+        "%s: %d tasks (%d items); %d of %d task runs cached",
+        manifest.ref,
+        len(kept),
+        items.height,
+        tasks.cached,
+        len(tasks.states),
+    )
+    return {"manifest": json.loads(manifest.to_json()), "kinds": dict(kinds), "tasks": tasks.states}
+
+
+def report(ref: str, synthesized: list[dict], checked: list[dict], kinds: Counter) -> None:
+    """A markdown summary (per repository and mutation kind) and a table of every task."""
+    lines = [
+        f"# SWE tasks: `{ref}`",
+        "",
+        "| repository | baseline tests | candidates | synthesised | rejected |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for s in synthesized:
+        rejected = ", ".join(f"{why}: {k}" for why, k in sorted(s["rejected"].items())) or "-"
+        lines.append(
+            f"| {s['repo']} | {s['baseline_tests']} | {s['tried']} | {len(s['tasks'])} | {rejected} |"
+        )
+    lines += ["", "| mutation kind | validated tasks |", "|---|---:|"]
+    lines += [f"| {kind} | {n} |" for kind, n in sorted(kinds.items())]
+    dropped = [v for v in checked if not v["kept"]]
+    lines += ["", f"{len(checked) - len(dropped)} of {len(checked)} synthesised tasks validated."]
+    lines += [f"- dropped `{v['instance_id']}`: {v['reason']}" for v in dropped]
+    create_markdown_artifact("\n".join(lines), key="swe-report", description=f"SWE tasks {ref}")
+    create_table_artifact(
+        [
+            {
+                "instance_id": v["instance_id"],
+                "repo": v["row"].get("repo"),
+                "mutation": v["row"].get("mutation"),
+                "modifier": v["row"].get("modifier"),
+                "FAIL_TO_PASS": len(v["row"].get("FAIL_TO_PASS", [])),
+                "PASS_TO_PASS": len(v["row"].get("PASS_TO_PASS", [])),
+                "kept": v["kept"],
+                "reason": v["reason"],
+                "seconds": round(v["seconds"], 1),
+            }  # fmt: skip
+            for v in checked
+        ],
+        key="swe-tasks",
+        description="every synthesised task and its validation",
+    )
