@@ -1,0 +1,173 @@
+"""`m1 genrm ...`: generative reward models: general data, the local judge, its evaluation, Swiss rounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.errors import InputError
+
+app = typer.Typer(no_args_is_help=True)
+console = Console()
+
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Pipeline config (its [genrm] section).")
+]
+SetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="Override a config field, e.g. genrm.judge_steps=300.")
+]
+
+
+def _config(config: Path | None, set_: list[str] | None):
+    from flows.config import load_config
+
+    return load_config(config, set_ or [])
+
+
+def print_eval(result, title: str) -> None:
+    table = Table(title=title)
+    for col in ("metric", "value", "baseline", "note"):
+        table.add_column(col, justify="left" if col in ("metric", "note") else "right")
+    for r in result.table():
+        table.add_row(
+            r["metric"], str(r["value"]), "" if r["baseline"] is None else str(r["baseline"]), r["note"]
+        )
+    console.print(table)
+
+
+@app.command("general")
+def general(config: ConfigOpt = None, set_: SetOpt = None) -> None:
+    """Write the run's general-domain dataset ({run}-general): open-ended prompts with references."""
+    from flows.genrm.flow import write_general
+
+    console.print(f"wrote {write_general(_config(config, set_))}")
+
+
+@app.command("train-judge")
+def train_judge(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint folder for the judge.")],
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """SFT a small m1model judge on labelled responses to math, logic and general items; evaluate it on
+    held-out prompts; save it (HF format) for `m1 serve model`."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flows.curriculum.settings import use_threads
+    from flows.genrm.evaluate import JudgeEval
+    from flows.genrm.train_judge import HELDOUT
+    from flows.genrm.train_judge import train_judge as train
+
+    cfg = _config(config, set_)
+    use_threads(cfg.train)
+    g = cfg.genrm
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        bar = progress.add_task("judge SFT", total=g.judge_steps)
+        summary = train(
+            output,
+            g,
+            on_step=lambda m: progress.update(
+                bar, completed=int(m["step"]), description=f"judge SFT  loss {m['loss']:.3f}"
+            ),
+        )
+    print_eval(
+        JudgeEval.from_dict(summary["eval"]), f"judge on {summary['heldout_responses']} held-out responses"
+    )
+    console.print(
+        f"wrote {output} (trained in {summary['train_seconds']:.0f} s); held-out labels: {output / HELDOUT}"
+    )
+
+
+@app.command("eval")
+def eval_cmd(
+    endpoint: Annotated[str, typer.Option("--endpoint", help="Judge base URL ending in /v1.")],
+    labels: Annotated[Path, typer.Option("--labels", help="JSONL of labelled responses.")],
+    model: Annotated[str, typer.Option(help="Model name sent to the endpoint.")] = "default",
+    k: Annotated[int, typer.Option(min=1, help="Judge samples per grade, averaged.")] = 1,
+    pairwise: Annotated[bool, typer.Option(help="Also score the blind pairwise judge.")] = True,
+    plot: Annotated[Path | None, typer.Option(help="PNG output (default: beside the labels).")] = None,
+    seed: int = 0,
+) -> None:
+    """Judge accuracy and Spearman vs labels, grade confusion, Best-of-N vs pass@N and random, for N 1-8."""
+    from flows.genrm.evaluate import evaluate_judge, plot_eval, read_labels
+
+    rows, bad = read_labels(labels)
+    if bad:
+        console.print(
+            f"[yellow]skipped {len(bad)} rows:[/] "
+            + "; ".join(f"line {b['line']}: {b['reason']}" for b in bad[:3])
+        )
+    with console.status(f"judging {len(rows)} responses at {endpoint} ..."):
+        result = evaluate_judge(
+            endpoint, rows, model=model, k=k, pairwise=pairwise, seed=seed, rejected=len(bad)
+        )
+    print_eval(result, f"judge {model} at {endpoint}: {len(rows)} labelled responses")
+    png = plot_eval(result, plot or labels.with_suffix(".eval.png"))
+    console.print(f"plot: {png}")
+    _table_artifact(result)
+
+
+def _table_artifact(result) -> None:
+    """The table as a Prefect artifact too, when a Prefect API is configured (the CLI runs without one)."""
+    import os
+
+    if not os.environ.get("PREFECT_API_URL"):
+        return
+    from prefect.artifacts import create_table_artifact
+
+    create_table_artifact(result.table(), key="genrm-eval", description="judge evaluation (m1 genrm eval)")
+
+
+@app.command("swiss")
+def swiss(
+    input: Annotated[Path, typer.Option("--input", help='JSONL: {"prompt", "candidates": [...]} per line.')],
+    output: Annotated[Path, typer.Option("--output", help="JSONL: ranking and chosen reference per prompt.")],
+    endpoint: Annotated[
+        str | None, typer.Option(help="Pairwise judge base URL (default: $M1_GENRM_URL).")
+    ] = None,
+    model: Annotated[str, typer.Option(help="Model name sent to the endpoint.")] = "default",
+    rounds: Annotated[int | None, typer.Option(min=1, help="Swiss rounds (default: ceil(log2 G)).")] = None,
+) -> None:
+    """Rank each prompt's candidate answers in Swiss rounds with the pairwise judge; keep the winner."""
+    import os
+
+    from flows.atomic import atomic_write_text
+    from flows.genrm.swiss import judge_compare, read_candidates, run_swiss
+
+    url = endpoint or os.environ.get("M1_GENRM_URL")
+    if not url:
+        raise InputError("no judge: pass --endpoint URL or set M1_GENRM_URL")
+    tournaments = read_candidates(input)
+    with console.status("Swiss rounds ...") as status:
+        results = run_swiss(
+            tournaments,
+            judge_compare(url, model),
+            rounds,
+            on_round=lambda r, n: status.update(f"Swiss round {r}/{n} done"),
+        )
+    atomic_write_text(output, "".join(json.dumps(r) + "\n" for r in results))
+    table = Table(title=f"Swiss rounds: {len(results)} prompts")
+    for col in ("prompt", "winner", "score", "runner-up", "score "):
+        table.add_column(col)
+    for r in results[:20]:
+        top = r["ranking"]
+        table.add_row(
+            r["prompt"][:40],
+            top[0]["text"][:40],
+            f"{top[0]['score']:.1f}",
+            top[1]["text"][:40],
+            f"{top[1]['score']:.1f}",
+        )
+    console.print(table)
+    console.print(f"wrote {output}")

@@ -1,0 +1,290 @@
+"""`m1 genrm eval`: how good is a judge? The two checks of M1 section 4.2.1, on labelled responses.
+
+1. Agreement with the labels: accuracy of the five-grade judge's (rounded) grade, Spearman rank correlation,
+   a confusion matrix of grades, and the majority-class baseline (always answering the commonest grade).
+2. Best-of-N: per prompt, N responses drawn from its labelled pool; the judge's favourite (highest grade,
+   ties broken at random) is correct or not (a correct final answer: grade >= 4). Averaged over draws and
+   prompts, against pass@N (any of the N correct: the ceiling a perfect judge reaches) and a random pick
+   (the floor), for N = 1, 2, 4, 8.
+
+With ``pairwise`` the blind pairwise judge (the curricula's `genrm`) is also scored: each labelled response
+against its prompt's reference, the verdict's sign against the sign of the grade difference, and how often
+the two presentation orders agree (position consistency).
+
+A labels file is JSONL with ``prompt_id, question, reference, response, grade`` per line (`m1 genrm
+train-judge` writes one for its held-out prompts); rows without them are reported and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from flows.errors import InputError
+from flows.genrm.labels import LABEL_FIELDS
+
+NS = (1, 2, 4, 8)
+CORRECT = 4  # grades 4 and 5: a correct final answer
+
+
+def read_labels(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows, rejected rows with a ``reason``) of a labels file; an unreadable file is an InputError."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: labels file not found")
+    rows, bad = [], []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad.append({"line": n, "reason": f"not JSON: {exc.msg}"})
+            continue
+        missing = [k for k in LABEL_FIELDS if not isinstance(row, dict) or k not in row]
+        if missing:
+            bad.append({"line": n, "reason": f"missing {', '.join(missing)}"})
+        elif not isinstance(row["grade"], int) or not 1 <= row["grade"] <= 5:
+            bad.append({"line": n, "reason": f"grade {row['grade']!r} is not an integer 1-5"})
+        else:
+            rows.append(row)
+    if not rows:
+        raise InputError(f"{path}: no usable labelled rows ({len(bad)} rejected)")
+    return rows, bad
+
+
+@dataclass
+class JudgeEval:
+    n: int
+    accuracy: float
+    majority_baseline: float
+    spearman: float
+    failed: int  # judgments that ended in an error (not counted as any grade)
+    confusion: dict[int, dict[str, int]]  # true grade -> predicted grade ("fail") -> count
+    best_of_n: list[dict[str, float]]  # per N: judge, pass@N, random, prompts
+    pairwise: dict[str, float] | None = None
+    rejected: int = 0
+    per_domain: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> JudgeEval:
+        """From `dataclasses.asdict` output read back from JSON (grade keys become ints again)."""
+        confusion = {int(t): dict(c) for t, c in d["confusion"].items()}
+        return cls(**(d | {"confusion": confusion}))
+
+    def table(self) -> list[dict[str, Any]]:
+        """The headline numbers as rows (the console table and the Prefect table artifact)."""
+        rows: list[dict[str, Any]] = [
+            {
+                "metric": "grade accuracy",
+                "value": round(self.accuracy, 4),
+                "baseline": round(self.majority_baseline, 4),
+                "note": "baseline: majority class",
+            },
+            {"metric": "Spearman vs labels", "value": round(self.spearman, 4), "baseline": 0.0, "note": ""},
+            {"metric": "failed judgments", "value": self.failed, "baseline": None, "note": f"of {self.n}"},
+        ]
+        for domain, acc in sorted(self.per_domain.items()):
+            rows.append(
+                {"metric": f"grade accuracy ({domain})", "value": round(acc, 4), "baseline": None, "note": ""}
+            )
+        for b in self.best_of_n:
+            rows.append(
+                {
+                    "metric": f"Best-of-{b['n']} accuracy",
+                    "value": round(b["judge"], 4),
+                    "baseline": round(b["random"], 4),
+                    "note": f"pass@{b['n']} {b['pass']:.3f} (ceiling); baseline: random pick",
+                }
+            )
+        if self.pairwise:
+            p = self.pairwise
+            rows.append(
+                {
+                    "metric": "pairwise accuracy",
+                    "value": round(p["accuracy"], 4),
+                    "baseline": round(p["majority_baseline"], 4),
+                    "note": "vs the reference, blind",
+                }
+            )
+            rows.append(
+                {
+                    "metric": "position consistency",
+                    "value": round(p["position_consistency"], 4),
+                    "baseline": None,
+                    "note": "both orders agree",
+                }
+            )
+        return rows
+
+
+def best_of_n(
+    grades_by_prompt: dict[str, list[tuple[int, float | None]]], ns: Sequence[int], draws: int, seed: int
+) -> list[dict[str, float]]:
+    """Per N: mean correctness of the judge's pick, of any (pass@N) and of a random pick, over draws."""
+    rng = random.Random(seed)
+    out = []
+    for n in ns:
+        judge, ceiling, floor, used = [], [], [], 0
+        for pool in grades_by_prompt.values():
+            if len(pool) < n:
+                continue
+            used += 1
+            for _ in range(draws):
+                pick = rng.sample(pool, n)
+                correct = [label >= CORRECT for label, _ in pick]
+                scores = [s if s is not None else -1.0 for _, s in pick]
+                best = max(scores)
+                chosen = rng.choice([i for i, s in enumerate(scores) if s == best])
+                judge.append(correct[chosen])
+                ceiling.append(any(correct))
+                floor.append(float(np.mean(correct)))
+        if used:
+            out.append(
+                {
+                    "n": n,
+                    "judge": float(np.mean(judge)),
+                    "pass": float(np.mean(ceiling)),
+                    "random": float(np.mean(floor)),
+                    "prompts": used,
+                }
+            )
+    return out
+
+
+def evaluate_judge(
+    url: str,
+    rows: Sequence[dict[str, Any]],
+    *,
+    model: str = "default",
+    k: int = 1,
+    pairwise: bool = True,
+    ns: Sequence[int] = NS,
+    draws: int = 20,
+    seed: int = 0,
+    rejected: int = 0,
+) -> JudgeEval:
+    """Grade every labelled response with `genrm-grade` at ``url`` and compute the report."""
+    from flows.curriculum.length_bias import spearman
+    from verifiers.genrm.grade import GradeJudge
+
+    judge = GradeJudge(url=url, model=model, k=k)
+    items = [{"prompt": r["question"], "reference": r["reference"], "response": r["response"]} for r in rows]
+    rewards = judge.verify(items)
+    if rewards and all("judge endpoint failed" in r.details.get("error", "") for r in rewards):
+        raise InputError(rewards[0].details["error"])
+    predicted = [None if "error" in r.details else r.details["grade"] for r in rewards]
+    labels = [int(r["grade"]) for r in rows]
+    confusion: dict[int, Counter] = defaultdict(Counter)
+    for t, p in zip(labels, predicted, strict=True):
+        confusion[t]["fail" if p is None else str(round(p))] += 1
+    hits = [p is not None and round(p) == t for t, p in zip(labels, predicted, strict=True)]
+    scored = [(t, p) for t, p in zip(labels, predicted, strict=True) if p is not None]
+    rho = spearman(*zip(*scored, strict=True)) if scored else 0.0
+    by_domain: dict[str, list[bool]] = defaultdict(list)
+    for r, h in zip(rows, hits, strict=True):
+        by_domain[r.get("domain", "all")].append(h)
+    pools: dict[str, list[tuple[int, float | None]]] = defaultdict(list)
+    for r, t, p in zip(rows, labels, predicted, strict=True):
+        pools[r["prompt_id"]].append((t, p))
+    result = JudgeEval(
+        n=len(rows),
+        accuracy=float(np.mean(hits)),
+        majority_baseline=Counter(labels).most_common(1)[0][1] / len(labels),
+        spearman=rho,
+        failed=sum(p is None for p in predicted),
+        confusion={t: dict(c) for t, c in sorted(confusion.items())},
+        best_of_n=best_of_n(pools, ns, draws, seed),
+        rejected=rejected,
+        per_domain={d: float(np.mean(h)) for d, h in by_domain.items()},
+    )
+    if pairwise:
+        result.pairwise = _pairwise(url, model, rows)
+    return result
+
+
+def _pairwise(url: str, model: str, rows: Sequence[dict[str, Any]]) -> dict[str, float] | None:
+    """Each response against its prompt's reference response (perturbation "reference"), blind."""
+    from verifiers.genrm.options import JudgeOptions
+    from verifiers.genrm.pair import compare
+
+    refs = {r["prompt_id"]: r for r in rows if r.get("perturbation") == "reference"}
+    triples, truth = [], []
+    for r in rows:
+        ref = refs.get(r["prompt_id"])
+        if ref is None or r is ref:
+            continue
+        item = json.loads(ref["item"]) if isinstance(ref.get("item"), str) else ref.get("item") or {}
+        reference_text = (
+            f"<answer>{ref['reference']}</answer>"
+            if r.get("domain") == "logic"
+            else item.get("reference", ref["response"])
+        )
+        triples.append((r["question"], r["response"], reference_text))
+        truth.append(int(np.sign(r["grade"] - ref["grade"])))
+    if not triples:
+        return None
+    compared = compare(JudgeOptions.resolve(url=url, model=model), triples)
+    signs = [None if c.score is None else int(np.sign(c.score)) for c in compared]
+    consistent = [c.consistent for c in compared if c.consistent is not None]
+    return {
+        "n": len(triples),
+        "accuracy": float(np.mean([s == t for s, t in zip(signs, truth, strict=True)])),
+        "majority_baseline": Counter(truth).most_common(1)[0][1] / len(truth),
+        "position_consistency": float(np.mean(consistent)) if consistent else float("nan"),
+        "failed": sum(s is None for s in signs),
+    }
+
+
+def plot_eval(result: JudgeEval, path: str | Path, title: str = "judge evaluation") -> Path:
+    """Best-of-N vs pass@N vs random (left) and the grade confusion matrix (right), as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from flows.atomic import atomic_path
+
+    fig, (ax, cm) = plt.subplots(1, 2, figsize=(10, 3.8))
+    ns = [b["n"] for b in result.best_of_n]
+    for key, label, style in (
+        ("pass", "pass@N (ceiling)", "--"),
+        ("judge", "judge's Best-of-N", "-"),
+        ("random", "random pick (floor)", ":"),
+    ):
+        ax.plot(ns, [b[key] for b in result.best_of_n], style, marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ns, [str(n) for n in ns])
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("N responses per prompt")
+    ax.set_ylabel("accuracy of the chosen response")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.set_title("Best-of-N", fontsize=10)
+    cols = ["1", "2", "3", "4", "5", "fail"]
+    grades = sorted(result.confusion)
+    matrix = np.array([[result.confusion[t].get(c, 0) for c in cols] for t in grades])
+    cm.imshow(matrix, cmap="Blues")
+    for i in range(len(grades)):
+        for j in range(len(cols)):
+            cm.text(j, i, str(matrix[i, j]), ha="center", va="center", fontsize=8)
+    cm.set_xticks(range(len(cols)), cols)
+    cm.set_yticks(range(len(grades)), [str(g) for g in grades])
+    cm.set_xlabel("judge's grade")
+    cm.set_ylabel("true grade")
+    cm.set_title(
+        f"grades: accuracy {result.accuracy:.2f} (majority {result.majority_baseline:.2f})", fontsize=10
+    )
+    fig.suptitle(title)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)
+    return Path(path)

@@ -1,0 +1,162 @@
+"""The general-task subflow: everything the `general` curriculum stage needs before it can train.
+
+`general_tasks(config)`:
+
+1. writes ``{run}-general`` (open-ended prompts with references, flows/genrm/general.py) to the dataset
+   store, unless its latest version was written with the same parameters;
+2. trains the judge (`m1 genrm train-judge`'s code) into ``$M1_HOME/runs/<run>/genrm/judge/``, unless
+   the checkpoint there was trained from the same inputs (a hash of the judge settings, the code version
+   of the judging data and prompts; kept in its training.json);
+3. publishes its evaluation on held-out labelled responses (measured by `m1 genrm eval`'s code through
+   the real server when it was trained): a table artifact, a markdown artifact with the Best-of-N and
+   confusion PNG;
+
+and returns the judge's checkpoint path with the evaluation. A training stage then wraps itself in
+``served_judge(path)``, which also points the `genrm` verifiers at it (``M1_GENRM_URL``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+
+from flows.artifacts import artifact_key, embed_png
+from flows.config import GenRMConfig, PipelineConfig
+from flows.datasets import GENERAL, dataset_name
+from flows.store import DatasetStore
+
+DEFAULT_CONFIG = PipelineConfig()
+
+
+def genrm_root(config: PipelineConfig) -> Path:
+    return DatasetStore(config.home).root / "runs" / config.name / "genrm"
+
+
+def judge_dir(config: PipelineConfig) -> Path:
+    return genrm_root(config) / "judge"
+
+
+def write_general(config: PipelineConfig) -> str:
+    """``{run}-general`` at its latest version, written now only if the parameters changed."""
+    from flows.genrm.general import general_items
+
+    store, g = DatasetStore(config.home), config.genrm
+    name = dataset_name(config.name, GENERAL)
+    params = {"n": g.general_items, "seed": g.seed, "generator": "flows.genrm.general"}
+    if store.latest(name) is not None and store.manifest(name).params == params:
+        return store.manifest(name).ref
+    return store.write(name, general_items(g.general_items, g.seed), params=params).ref
+
+
+def judge_inputs_hash(g: GenRMConfig) -> str:
+    """What the judge checkpoint depends on: its training settings and the code that makes its data."""
+    import flows.genrm.general as general
+    import flows.genrm.labels as labels
+    import flows.genrm.train_judge as train
+    import verifiers.genrm.prompts as prompts
+
+    settings = g.model_dump(
+        include={
+            "train_prompts",
+            "eval_prompts",
+            "judge_steps",
+            "judge_lr",
+            "judge_batch_size",
+            "judge_model",
+            "seed",
+        }
+    )
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for module in (general, labels, train, prompts):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def ensure_judge(
+    folder: Path, g: GenRMConfig, on_step: Callable[[dict[str, float]], None] | None = None
+) -> tuple[dict[str, Any], bool]:
+    """(the judge's training summary, whether it was trained now). Cached by `judge_inputs_hash`."""
+    from flows.genrm.train_judge import HELDOUT, train_judge
+
+    digest = judge_inputs_hash(g)
+    meta = folder / "training.json"
+    if meta.is_file() and (folder / HELDOUT).is_file():
+        judge = json.loads(meta.read_text()).get("judge", {})
+        if judge.get("inputs_hash") == digest:
+            return judge, False
+    return train_judge(folder, g, on_step=on_step, inputs_hash=digest), True
+
+
+def _progress(total: int) -> Callable[[dict[str, float]], None]:
+    from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
+    artifact = create_progress_artifact(0.0, description="judge SFT steps done")
+    every = max(1, total // 20)
+
+    def on_step(m: dict[str, float]) -> None:
+        if int(m["step"]) % every == 0 or int(m["step"]) == total:
+            update_progress_artifact(artifact, progress=100.0 * m["step"] / total)
+
+    return on_step
+
+
+@flow(name="genrm-general", flow_run_name="{config.name}-general", log_prints=True)
+def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
+    """Write `{run}-general`, train (or reuse) the judge, evaluate it; return the judge checkpoint path."""
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    from flows.curriculum.settings import use_threads
+    from flows.genrm.evaluate import JudgeEval, plot_eval
+
+    logger = get_run_logger()
+    g = config.genrm
+    if not g.enabled:
+        logger.info("genrm.enabled is false: no general data, no judge")
+        return {"enabled": False}
+    use_threads(config.train)
+    general = write_general(config)
+    logger.info("general items: %s", general)
+    folder = judge_dir(config)
+    summary, trained = ensure_judge(folder, g, on_step=_progress(g.judge_steps))
+    logger.info("judge %s: %s", "trained" if trained else "reused (same inputs)", folder)
+
+    result = JudgeEval.from_dict(summary["eval"])  # measured through the server when it was trained
+    png = plot_eval(result, genrm_root(config) / "eval.png", f"{config.name}: judge on held-out prompts")
+    create_table_artifact(
+        result.table(), key=artifact_key(config.name, "genrm-eval"), description="judge evaluation"
+    )
+    markdown = eval_markdown(result, png, folder, trained)
+    create_markdown_artifact(
+        markdown,
+        key=artifact_key(config.name, "genrm-report"),
+        description="generative reward model: data, judge, evaluation",
+    )
+    store = DatasetStore(config.home)
+    name = dataset_name(config.name, GENERAL)
+    return {
+        "enabled": True,
+        "general": general,
+        "manifest": json.loads(store.manifest(name).to_json()),
+        "report": "# Generative reward model\n\n" + markdown,
+        "judge": str(folder),
+        "trained": trained,
+        "eval": result.table(),
+        "plot": str(png),
+    }
+
+
+def eval_markdown(result, png: Path, folder: Path, trained: bool) -> str:
+    rows = "\n".join(
+        f"| {r['metric']} | {r['value']} | {'' if r['baseline'] is None else r['baseline']} | {r['note']} |"
+        for r in result.table()
+    )
+    return (
+        f"## Judge `{folder}` ({'trained in this run' if trained else 'reused: same inputs'})\n\n"
+        "| metric | value | baseline | note |\n|---|---|---|---|\n"
+        f"{rows}\n\n{embed_png(png, 'judge evaluation')}\n"
+    )

@@ -1,0 +1,107 @@
+"""Serving a judge checkpoint for as long as something needs it (a training stage, an evaluation).
+
+`served_judge` starts `m1 serve model` in a child process on a free loopback port, waits for /health, and
+stops it on exit; the judge runs on its own core instead of competing with training in one interpreter.
+With ``export_env`` it also sets ``M1_GENRM_URL`` (and ``M1_GENRM_MODEL``) for the duration, which is
+where the `genrm` verifiers look when a curriculum names them without options.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from flows.errors import InputError
+
+MODEL_NAME = "judge"
+
+
+def _wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=2) as client:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+                raise InputError(f"the judge server exited with code {proc.returncode}: {' | '.join(tail)}")
+            try:
+                if client.get(f"{url}/health").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+    raise InputError(f"the judge server at {url} did not become healthy within {timeout_s:.0f} s")
+
+
+@contextmanager
+def served_judge(
+    checkpoint: str | Path,
+    *,
+    port: int = 0,
+    threads: int = 1,
+    export_env: bool = True,
+    startup_timeout_s: float = 180.0,
+) -> Iterator[str]:
+    """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it."""
+    from m1model.serving import free_port
+
+    if not (Path(checkpoint) / "config.json").is_file():
+        raise InputError(f"{checkpoint}: not a judge checkpoint (no config.json); run `m1 genrm train-judge`")
+    port = port or free_port()
+    base = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-c", "from flows.cli import main; main()", "serve", "model"]
+    cmd += ["--checkpoint", str(checkpoint), "--port", str(port), "--model-name", MODEL_NAME]
+    cmd += ["--threads", str(threads), "--log-level", "warning"]
+    saved = {k: os.environ.get(k) for k in ("M1_GENRM_URL", "M1_GENRM_MODEL")}
+    with tempfile.NamedTemporaryFile("w+", prefix="m1-judge-", suffix=".log") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_healthy(proc, base, startup_timeout_s, Path(log.name))
+            if export_env:
+                os.environ["M1_GENRM_URL"], os.environ["M1_GENRM_MODEL"] = f"{base}/v1", MODEL_NAME
+            yield f"{base}/v1"
+        finally:
+            if export_env:
+                for key, value in saved.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextmanager
+def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
+    """Options for the generative judges among ``verifier_names`` (a stage's or an evaluation's), valid
+    while the context lasts: a judge the user points at (``M1_GENRM_URL``) as it is, else the run's own
+    judge (`m1 run` trains it; `m1 genrm train-judge`) served on a loopback port for the duration."""
+    from flows.genrm.flow import judge_dir
+
+    judged = sorted({n for n in verifier_names if n.startswith("genrm")})
+    if not judged:
+        yield {}
+        return
+    options = {"k": config.genrm.k, "constraint_weight": config.genrm.constraint_weight}
+    if os.environ.get("M1_GENRM_URL"):
+        yield {name: options for name in judged}
+        return
+    folder = judge_dir(config)
+    if not (folder / "config.json").is_file():
+        raise InputError(
+            f"verifier(s) {', '.join(judged)} need a judge: this run has none at {folder} (`m1 run` with "
+            "genrm.enabled trains it, or `m1 genrm train-judge`), and M1_GENRM_URL is not set"
+        )
+    with served_judge(folder, port=config.genrm.port, export_env=False) as url:
+        yield {name: options | {"url": url, "model": MODEL_NAME} for name in judged}

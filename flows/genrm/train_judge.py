@@ -1,0 +1,190 @@
+"""`m1 genrm train-judge`: a judge that exists here, SFT-trained from the project's own verifiable tasks.
+
+Design, so that a tiny CPU model can learn it in minutes:
+
+- The judge sees exactly the prompts the `genrm-grade` and `genrm-pair` verifiers send
+  (verifiers/genrm/prompts.py) through the tokenizer's chat template, the way `m1 serve model` applies it,
+  and answers ``Grade: N`` or ``Verdict: [[X]]`` then EOS.
+- Labels are the rule verifiers' verdicts (flows/genrm/labels.py), and the signal that decides them is
+  local: does the response's final answer (its ``\\boxed{}``, its ``<answer>`` block, the fact a general
+  prompt gives) match the reference or the question, is it in the asked format, is there one at all.
+  Length carries no signal: padded responses are as often wrong as right.
+- Pairwise examples put the reference against one of its perturbations in both orders, the verdict from
+  the two true grades (a tie when equal), so the judge learns position invariance from the data.
+- Classes are balanced by resampling, so the judge cannot do well by always answering the commonest grade;
+  the held-out set (other prompts) keeps its natural mix, and the report compares with always answering its
+  commonest grade (the majority-class baseline).
+
+The tokenizer is trained on the judging texts (frequent numbers and the fixed instructions become single
+tokens: shorter sequences, and exact-match lookups a small attention layer can do).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from flows.config import GenRMConfig
+from flows.genrm.labels import Labelled, labelled_set
+from verifiers.genrm.prompts import grade_answer, grade_prompt, pair_answer, pair_prompt
+
+HELDOUT = "heldout_labels.jsonl"  # beside the checkpoint: the labels `m1 genrm eval` can replay
+
+
+@dataclass
+class JudgeExample:
+    kind: str  # "grade" | "pair"
+    domain: str
+    message: str  # the judge's user message
+    answer: str  # what the judge should reply
+    label: int | str  # grade 1-5, or verdict A/B/C
+
+
+def grade_examples(labs: Sequence[Labelled]) -> list[JudgeExample]:
+    return [
+        JudgeExample(
+            "grade",
+            x.domain,
+            grade_prompt(x.question, x.reference, x.response)[0],
+            grade_answer(x.grade),
+            x.grade,
+        )
+        for x in labs
+    ]
+
+
+def pair_reference(lab: Labelled) -> str:
+    """The reference as the pairwise judge sees it: the item's full reference text (a worked solution)."""
+    if lab.domain == "logic":
+        return f"<answer>{lab.reference}</answer>"
+    return str(lab.item["reference"])
+
+
+def pair_examples(labs: Sequence[Labelled], rng: random.Random) -> list[JudgeExample]:
+    """The reference against each other response of its prompt, in a random order."""
+    by_prompt: dict[str, list[Labelled]] = defaultdict(list)
+    for x in labs:
+        by_prompt[x.prompt_id].append(x)
+    out = []
+    for group in by_prompt.values():
+        ref = next((x for x in group if x.perturbation == "reference"), None)
+        if ref is None:
+            continue
+        for x in group:
+            if x is ref:
+                continue
+            ref_first = rng.random() < 0.5
+            a, b = (ref, x) if ref_first else (x, ref)
+            verdict = "A" if a.grade > b.grade else "B" if b.grade > a.grade else "C"
+            text_a = pair_reference(a) if a is ref else a.response
+            text_b = pair_reference(b) if b is ref else b.response
+            out.append(
+                JudgeExample(
+                    "pair",
+                    x.domain,
+                    pair_prompt(x.question, text_a, text_b)[0],
+                    pair_answer(verdict),
+                    verdict,
+                )
+            )
+    return out
+
+
+def balanced(examples: Sequence[JudgeExample], rng: random.Random) -> list[JudgeExample]:
+    """Resample so every (kind, label) class is as frequent as the largest one of its kind."""
+    classes: dict[tuple[str, Any], list[JudgeExample]] = defaultdict(list)
+    for e in examples:
+        classes[(e.kind, e.label)].append(e)
+    largest: Counter[str] = Counter()
+    for (kind, _), members in classes.items():
+        largest[kind] = max(largest[kind], len(members))
+    out = []
+    for (kind, _), members in classes.items():
+        out += members + [rng.choice(members) for _ in range(largest[kind] - len(members))]
+    rng.shuffle(out)
+    return out
+
+
+def chat_ids(tokenizer, message: str) -> list[int]:
+    """The user message as `m1 serve model` encodes a chat request (its template writes the BOS)."""
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": message}], add_generation_prompt=True, tokenize=False
+    )
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def datasets(cfg: GenRMConfig) -> tuple[list[Labelled], list[Labelled]]:
+    """(training responses, held-out responses): the held-out prompts are disjoint from the training ones."""
+    n = cfg.train_prompts
+    train = labelled_set(n, n // 2, n, cfg.seed)
+    seen = {x.question for x in train}
+    m = cfg.eval_prompts
+    test = [x for x in labelled_set(m, m // 2, m, cfg.seed + 1) if x.question not in seen]
+    return train, test
+
+
+def train_judge(
+    output: str | Path,
+    cfg: GenRMConfig,
+    on_step: Callable[[dict[str, float]], None] | None = None,
+    *,
+    inputs_hash: str | None = None,
+) -> dict[str, Any]:
+    """Build the judging data, SFT a fresh judge on it, evaluate it on held-out prompts through the real
+    server (`m1 genrm eval`'s code against this model, served on loopback), and save it as an HF checkpoint
+    that `m1 serve model` serves, with the summary in its training.json and the held-out labelled responses
+    beside it (``heldout_labels.jsonl``, a labels file for `m1 genrm eval`)."""
+    import time
+
+    from flows.config import TrainConfig
+    from flows.curriculum.base import build_model
+    from flows.curriculum.settings import sft_config
+    from flows.genrm.evaluate import evaluate_judge
+    from flows.genrm.labels import write_labels
+    from m1model.policy import save_policy
+    from m1model.rl.sft import sft_warm_start
+    from m1model.serving import ServerSettings, background, create_app
+    from m1model.tokenizer import train_tokenizer
+
+    t0 = time.perf_counter()
+    rng = random.Random(f"judge/{cfg.seed}")
+    train, test = datasets(cfg)
+    train_examples = balanced(grade_examples(train) + pair_examples(train, rng), rng)
+
+    corpus = [e.message + "\n" + e.answer for e in train_examples[:2000]]
+    tokenizer = train_tokenizer(corpus, vocab_size=cfg.judge_model.vocab_size)
+    model = build_model(cfg.judge_model, tokenizer)
+    eos = [tokenizer.eos_token_id]
+    pairs = [
+        (chat_ids(tokenizer, e.message), list(tokenizer.encode(e.answer, add_special_tokens=False)) + eos)
+        for e in train_examples
+    ]
+    tc = TrainConfig(
+        sft_steps=cfg.judge_steps, sft_lr=cfg.judge_lr, batch_size=cfg.judge_batch_size, seed=cfg.seed
+    )
+    history = sft_warm_start(model, pairs, sft_config(tc, tokenizer), on_step=on_step)
+    train_s = time.perf_counter() - t0
+
+    model.eval()
+    rows = [x.as_row() for x in test]
+    with background(create_app(model, tokenizer, ServerSettings(model_name="judge"))) as url:
+        result = evaluate_judge(f"{url}/v1", rows, model="judge", k=cfg.k, seed=cfg.seed)
+    summary = {
+        "inputs_hash": inputs_hash,
+        "train_examples": len(train_examples),
+        "train_responses": len(train),
+        "heldout_responses": len(test),
+        "heldout_grades": dict(Counter(x.grade for x in test)),
+        "eval": asdict(result),
+        "final_loss": history[-1]["loss"] if history else None,
+        "train_seconds": train_s,
+        "seconds": time.perf_counter() - t0,
+        "config": cfg.model_dump(),
+    }
+    folder = save_policy(model, tokenizer, output, extra={"judge": summary, "sft": history})
+    write_labels(folder / HELDOUT, test)
+    return summary

@@ -1,0 +1,72 @@
+"""A scripted OpenAI-compatible judge on loopback: a real HTTP server whose replies are a known function
+of the prompt, for tests that need a judge with a known behaviour (honest, malformed, biased)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from fastapi import FastAPI, Request
+
+from m1model.serving import background
+
+Policy = Callable[[str], str]  # the user message -> the judge's reply
+
+
+def blocks(message: str) -> dict[str, str]:
+    """The tagged blocks of a judge prompt (question, reference, response, response_a, response_b)."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"<(\w+)>\n(.*?)\n</\1>", message, re.DOTALL)}
+
+
+class Script:
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.messages: list[str] = []  # every prompt received, in order
+
+    def app(self) -> FastAPI:
+        app = FastAPI()
+
+        @app.get("/v1/models")
+        async def models():
+            return {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request):
+            body = await request.json()
+            message = body["messages"][-1]["content"]
+            self.messages.append(message)
+            n = int(body.get("n", 1))
+            return {
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "index": i,
+                        "message": {"role": "assistant", "content": self.policy(message)},
+                        "finish_reason": "stop",
+                    }
+                    for i in range(n)
+                ],
+            }
+
+        return app
+
+
+@contextmanager
+def scripted_judge(policy: Policy) -> Iterator[tuple[str, Script]]:
+    """(base URL ending in /v1, the script with its log of prompts)."""
+    script = Script(policy)
+    with background(script.app()) as url:
+        yield f"{url}/v1", script
+
+
+def honest_grade(message: str) -> str:
+    b = blocks(message)
+    return "Grade: 5" if b["reference"].strip() in b["response"] else "Grade: 2"
+
+
+def prefers_longer(message: str) -> str:
+    """A pairwise judge with a pure length bias: the longer response wins."""
+    b = blocks(message)
+    a, c = len(b["response_a"]), len(b["response_b"])
+    return "Verdict: [[A]]" if a > c else "Verdict: [[B]]" if c > a else "Verdict: [[C]]"

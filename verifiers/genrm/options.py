@@ -1,0 +1,100 @@
+"""Judge settings: constructor options (``registry.get("genrm", url=..., k=3)``), else environment variables.
+
+| option              | variable                      | default      | meaning                                        |
+|---------------------|-------------------------------|--------------|------------------------------------------------|
+| `url`               | `M1_GENRM_URL`                | (required)   | OpenAI-compatible base URL ending in /v1       |
+| `model`             | `M1_GENRM_MODEL`              | `default`    | model name sent with each request              |
+| `api`               | `M1_GENRM_API`                | `chat`       | `chat` or `completions`                        |
+| `k`                 | `M1_GENRM_K`                  | 1            | judge samples per judgment, averaged           |
+| `temperature`       | `M1_GENRM_TEMPERATURE`        | 0 (k=1), 1   | sampling temperature of the judge              |
+| `max_tokens`        | `M1_GENRM_MAX_TOKENS`         | 512          | room for the judge's reasoning and verdict     |
+| `attempts`          | `M1_GENRM_ATTEMPTS`           | 3            | tries per judgment when the reply has no verdict |
+| `max_response_chars`| `M1_GENRM_MAX_RESPONSE_CHARS` | 8000         | a longer response is cut (head + tail kept)    |
+| `constraint_weight` | `M1_GENRM_CONSTRAINT_WEIGHT`  | 0.5          | pairwise: weight of the `constraints` rules    |
+| `timeout_s`         | `M1_GENRM_TIMEOUT_S`          | 120          | per request                                    |
+| `retries`           | `M1_GENRM_RETRIES`            | 3            | transport retries (connection errors, 429, 5xx)|
+| `concurrency`       | `M1_GENRM_CONCURRENCY`        | 16           | requests in flight                             |
+
+The API key, if the endpoint needs one, is `$OPENAI_API_KEY` (the project's one client reads it).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+from verifiers.endpoint import Endpoint
+from verifiers.genrm.prompts import Budget
+
+ENV_PREFIX = "M1_GENRM_"
+
+
+@dataclass
+class JudgeOptions:
+    url: str | None = None
+    model: str = "default"
+    api: Literal["chat", "completions"] = "chat"
+    k: int = 1
+    temperature: float | None = None
+    max_tokens: int = 512
+    attempts: int = 3
+    max_response_chars: int = 8000
+    constraint_weight: float = 0.5
+    timeout_s: float = 120.0
+    retries: int = 3
+    concurrency: int = 16
+
+    @classmethod
+    def resolve(cls, **options: Any) -> JudgeOptions:
+        """Options given, else ``M1_GENRM_<NAME>`` from the environment, else the defaults; checked."""
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ValueError(f"unknown judge option(s): {', '.join(unknown)} (known: {', '.join(known)})")
+        values: dict[str, Any] = {}
+        for name in known:
+            raw, where = options.get(name), name
+            if raw is None:
+                raw, where = os.environ.get(ENV_PREFIX + name.upper()), ENV_PREFIX + name.upper()
+            if raw is None or raw == "":
+                continue
+            kind = {"url": str, "temperature": float}.get(name, type(known[name].default))
+            try:  # strings from the environment or a CLI's key=value become the option's type
+                values[name] = kind(raw) if isinstance(raw, str) and kind is not str else raw
+            except ValueError:
+                raise ValueError(f"{where}={raw!r} is not a {kind.__name__}") from None
+        opts = cls(**values)
+        opts.check()
+        return opts
+
+    def check(self) -> None:
+        if self.api not in ("chat", "completions"):
+            raise ValueError(f"api must be chat or completions, not {self.api!r}")
+        if self.k < 1 or self.attempts < 1 or self.max_tokens < 1 or self.concurrency < 1:
+            raise ValueError("k, attempts, max_tokens and concurrency must be >= 1")
+        if self.constraint_weight < 0:
+            raise ValueError("constraint_weight must be >= 0")
+        if self.max_response_chars < 200:
+            raise ValueError("max_response_chars must be >= 200")
+
+    @property
+    def sampling_temperature(self) -> float:
+        """Greedy for one sample; k samples at temperature 1 unless set, or they would all be equal."""
+        if self.temperature is not None:
+            return self.temperature
+        return 0.0 if self.k == 1 else 1.0
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(response=self.max_response_chars)
+
+    def endpoint(self) -> Endpoint:
+        if not self.url:
+            raise ValueError(
+                "no judge endpoint: pass url=... to the verifier or set M1_GENRM_URL "
+                "(e.g. `m1 serve model --checkpoint JUDGE` serves one at http://127.0.0.1:8001/v1)"
+            )
+        return Endpoint(
+            self.url, self.model, timeout=self.timeout_s, retries=self.retries, concurrency=self.concurrency
+        )
