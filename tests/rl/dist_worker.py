@@ -1,0 +1,122 @@
+"""Run under torchrun with 2 ranks (gloo) by test_distributed.py: data-parallel steps against the
+single-process step on the same global batch. Rank 0 writes both results to OUT/<case>.pt."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import make_tiny_model  # noqa: E402
+
+from m1model import Engine  # noqa: E402
+from m1model.rl import distributed  # noqa: E402
+from m1model.rl.losses import LossConfig  # noqa: E402
+from m1model.rl.rollout import PromptPool, RolloutBatch  # noqa: E402
+from m1model.rl.sft import SFTConfig, sft_warm_start  # noqa: E402
+from m1model.rl.trainer import RLConfig, RLTrainer  # noqa: E402
+
+GROUPS, UPDATES = 6, 2
+
+
+def model() -> torch.nn.Module:
+    """Top-2 routing, so the router's weights get a real gradient (top-1 of renormalised weights has none)."""
+    return make_tiny_model(0, num_experts_per_tok=2)
+
+
+def sgd(trainer: RLTrainer) -> None:
+    """Plain SGD: AdamW's first steps are ~sign(gradient), blind to a wrongly scaled loss."""
+    trainer.optimizer = torch.optim.SGD(trainer.model.parameters(), lr=0.5)
+
+
+def distinct_tokens(items, responses):
+    """A reward that varies within a group: the share of distinct tokens in the response."""
+    return [len(set(r)) / max(len(r), 1) for r in responses]
+
+
+def config(algorithm: str) -> RLConfig:
+    return RLConfig(
+        algorithm=algorithm,
+        group_size=4,
+        prompts_per_step=GROUPS,
+        lr=2e-2,
+        updates_per_batch=UPDATES,  # the second update is off-policy: the clipping differs by algorithm
+        max_new_tokens=6,
+        loss=LossConfig(eps_is_high=0.5, eps_high=0.1, eps_low=0.1),
+        dynamic_sampling=False,
+        micro_batch_size=4,  # one group per micro-batch: ranks run different numbers of them
+        seed=5,
+    )
+
+
+def pool() -> PromptPool:
+    prompts = [[1 + (i % 5), 10 + (i % 7), 2, 3 + i % 4] for i in range(12)]
+    return PromptPool(prompts=prompts, items=[{"i": i} for i in range(12)])
+
+
+def share(groups: list, rank: int, world: int) -> list:
+    """Rank's part of each single-process minibatch, so minibatch u is the same set of groups."""
+    out = []
+    for chunk in np.array_split(np.arange(len(groups)), UPDATES):
+        out += [groups[i] for i in np.array_split(chunk, world)[rank]]
+    return out
+
+
+def rl_case(ctx, algorithm: str, strategy: str) -> dict:
+    policy = model()
+    single = RLTrainer(policy, Engine(policy), distinct_tokens, pool(), config(algorithm))
+    batch = single.rollout()  # the global batch, generated identically on both ranks
+    ranked_model = copy.deepcopy(policy)
+    engine = distributed.replica_engine(ranked_model) if strategy == "fsdp" else Engine(ranked_model)
+    ranked = RLTrainer(
+        ranked_model, engine, distinct_tokens, pool(), config(algorithm), dist=ctx, strategy=strategy
+    )
+    sgd(single), sgd(ranked)
+    local = RolloutBatch(groups=share(batch.groups, ctx.rank, ctx.world_size))
+    ranked_metrics = ranked.update(local)
+    ranked.push_weights()
+    ranked_weights = ranked.parallel.full_state_dict()
+    single_metrics = single.update(batch)
+    pushed = engine.model.state_dict() if strategy == "fsdp" else ranked_weights
+    return {
+        "single": policy.state_dict(),
+        "ranked": ranked_weights,
+        "pushed": pushed,
+        "metrics": (single_metrics, ranked_metrics),
+    }
+
+
+def sft_case(ctx) -> dict:
+    examples = [([1, 5 + i % 4, 6], [9 + i % 3, 10, 2][: 1 + i % 3]) for i in range(10)]
+    cfg = SFTConfig(steps=3, lr=1e-2, batch_size=6, seed=1)
+    policy = model()
+    ranked_model = copy.deepcopy(policy)
+    single = sft_warm_start(policy, examples, cfg)
+    ranked = sft_warm_start(ranked_model, examples, cfg, parallel=distributed.DataParallel(ranked_model, ctx))
+    return {"single": policy.state_dict(), "ranked": ranked_model.state_dict(), "metrics": (single, ranked)}
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    out = Path(sys.argv[1])
+    ctx = distributed.init_from_env()
+    assert ctx.world_size == 2, ctx
+    cases = {
+        "cispo": lambda: rl_case(ctx, "cispo", "ddp"),
+        "dapo": lambda: rl_case(ctx, "dapo", "ddp"),
+        "cispo-fsdp": lambda: rl_case(ctx, "cispo", "fsdp"),
+        "sft": lambda: sft_case(ctx),
+    }
+    for name, run in cases.items():
+        result = run()
+        if ctx.is_main:
+            torch.save(result, out / f"{name}.pt")
+    distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main()
