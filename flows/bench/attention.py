@@ -180,7 +180,11 @@ def bench_attention(
         raise InputError(f"--clock: expected one of {', '.join(CLOCKS)}, got {clock!r}")
     if threads:
         torch.set_num_threads(threads)
+    from flows.bench.load import LoadMeter, print_start
+
     console = Console()
+    print_start(console)
+    meter = LoadMeter()
     console.print(
         f"batch 1, {heads} heads, head dim {head_dim}, fp32, {torch.get_num_threads()} CPU threads; "
         f"forward + backward, {clock} seconds, best of >= {repeats} runs (quick ones repeated for 1 s); naive up to length {naive_max_len}"
@@ -192,7 +196,8 @@ def bench_attention(
         task = progress.add_task("attention", total=len(plan))
         for method, n in plan:
             progress.update(task, description=f"{method} @ {n}")
-            times[method][n] = time_fwd_bwd(attention_step(method, n, heads, head_dim), repeats, clock)
+            with meter.side(method):
+                times[method][n] = time_fwd_bwd(attention_step(method, n, heads, head_dim), repeats, clock)
             progress.advance(task)
 
     table = Table(title=f"lightning attention fwd+bwd ({clock} seconds; SDPA: causal softmax attention)")
@@ -207,11 +212,12 @@ def bench_attention(
         naive, chunked, sdpa = times["naive"].get(n), times["chunked"][n], times["sdpa"][n]
         table.add_row(
             str(n), cell(naive, ".3f"), cell(chunked, ".3f"), cell(sdpa, ".3f"),
-            cell(naive / chunked if naive else None, ".1f") + ("x" if naive else ""),
-            f"{sdpa / chunked:.2f}x",
+            meter.ratio("naive", "chunked", naive / chunked, "{:.1f}x") if naive else "-",
+            meter.ratio("sdpa", "chunked", sdpa / chunked),
             cell(growth(times["chunked"], n), ".2f"), cell(growth(times["sdpa"], n), ".2f"),
         )  # fmt: skip
     console.print(table)
+    meter.report(console, "sdpa", "chunked")
     skipped = [n for n in sizes if n > naive_max_len]
     if skipped:
         console.print(f"naive recurrence not run above length {naive_max_len} (--naive-max-len): {skipped}")

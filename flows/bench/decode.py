@@ -101,7 +101,11 @@ def bench_decode(
     except ValueError as exc:
         raise InputError(f"model shape: {exc}") from None
 
+    from flows.bench.load import LoadMeter, print_start
+
     console = Console()
+    print_start(console)
+    meter = LoadMeter()
     table = Table(
         title=f"decode, batch 1, {layers} layers (hybrid: {kinds['hybrid'].count('full_attention')} softmax)"
     )
@@ -109,14 +113,18 @@ def bench_decode(
         table.add_column(col, justify="right")
     for n in lengths:
         with console.status(f"decoding at context {n}"):
-            t = {name: seconds_per_token(m, n, tokens) for name, m in models.items()}
+            t = {}
+            for name, m in models.items():
+                with meter.side(name):
+                    t[name] = seconds_per_token(m, n, tokens)
         table.add_row(
             f"{n:,}",
             f"{t['hybrid'] * 1e3:.2f}",
             f"{t['all-softmax'] * 1e3:.2f}",
-            f"{t['hybrid'] / t['all-softmax']:.2f}",
+            meter.ratio("all-softmax", "hybrid", t["hybrid"] / t["all-softmax"], "{:.2f}"),
         )
     console.print(table)
+    meter.report(console, "all-softmax", "hybrid")
 
     flops = Table(title="analytic FLOPs: hybrid / all-softmax (formulas in flows/bench/decode_flops.py)")
     for col in (

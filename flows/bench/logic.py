@@ -28,12 +28,15 @@ def bench_logic(
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task names (default: all).")] = None,
 ) -> None:
     """Instances generated per second per task, at the easiest and the hardest level."""
+    from flows.bench.load import print_start
     from verifiers.logic import TASKS
 
     names = [t.strip() for t in tasks.split(",")] if tasks else sorted(TASKS)
     unknown = [t for t in names if t not in TASKS]
     if unknown:
         raise InputError(f"--tasks: unknown task(s) {', '.join(unknown)}")
+    console = Console()
+    print_start(console)
     table = Table(title=f"logic task generation, {n} instances per level")
     for col in ("task", "levels", "gen/s easiest", "gen/s hardest", "hard/easy", "verify/s hardest"):
         table.add_column(col, justify="right" if col != "task" else "left")
@@ -54,4 +57,4 @@ def bench_logic(
         table.add_row(
             name, f"{lo}..{hi}", f"{easy:,.1f}", f"{hard:,.1f}", f"{hard / easy:.3f}x", f"{verify:,.0f}"
         )
-    Console().print(table)
+    console.print(table)

@@ -26,6 +26,7 @@ from flows.bench.verify import bench_items
 
 MAX_BODY_MB = 0.25
 MAX_ITEMS = 64
+ROUNDS = 4  # alternations of the baseline and the load test
 
 
 @dataclass
@@ -102,24 +103,26 @@ def make_specs(n: int, malformed: float, rng: random.Random, pools: Pools) -> li
 
 
 async def _drive(base_url: str, specs: list[Spec], clients: int, progress) -> list[Outcome]:
-    import httpx
+    # aiohttp: the load generator shares the 2 cores with the service it measures, and spends about a
+    # third of httpx's CPU per request (measured here), so less of the machine goes to the client.
+    import aiohttp
 
     outcomes: list[Outcome] = []
     queue = iter(specs)
+    headers = {"content-type": "application/json"}
 
     async def worker() -> None:
-        # One client (one keep-alive connection) per simulated client: a shared 50-connection httpx
-        # pool spends more CPU assigning requests to connections than the server spends answering.
-        async with httpx.AsyncClient(base_url=base_url, timeout=120) as client:
+        # One session with one keep-alive connection per simulated client, as a trainer process holds.
+        connector = aiohttp.TCPConnector(limit=1)
+        timeout = aiohttp.ClientTimeout(total=120)
+        async with aiohttp.ClientSession(base_url, connector=connector, timeout=timeout) as session:
             for spec in queue:
                 t0 = time.perf_counter()
                 try:
-                    r = await client.post(
-                        "/score", content=spec.body, headers={"content-type": "application/json"}
-                    )
-                    status = r.status_code
-                    got = len(r.json().get("rewards", [])) if status == 200 else 0
-                except httpx.HTTPError:
+                    async with session.post("/score", data=spec.body, headers=headers) as r:
+                        status = r.status
+                        got = len((await r.json()).get("rewards", [])) if status == 200 else 0
+                except (aiohttp.ClientError, TimeoutError):
                     status, got = 0, 0
                 outcomes.append(Outcome(spec.valid, status, time.perf_counter() - t0, spec.items, got))
                 progress()
@@ -160,18 +163,21 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def _direct_items_per_s(specs: list[Spec], sample: int) -> float:
+def direct_scorer():
     """The baseline: the same valid requests scored by calling the verifiers in this process."""
     from verifiers.constraints import ConstraintVerifier
     from verifiers.math import MathVerifier
 
     verifiers = {"math": MathVerifier(), "constraints": ConstraintVerifier()}
-    chosen = [s for s in specs if s.valid][:sample]
-    t0 = time.perf_counter()
-    for spec in chosen:
-        body = json.loads(spec.body)
-        verifiers[body["verifier"]].verify(body["items"])
-    return sum(s.items for s in chosen) / (time.perf_counter() - t0)
+
+    def score(specs: list[Spec]) -> tuple[int, float]:
+        t0 = time.perf_counter()
+        for spec in specs:
+            body = json.loads(spec.body)
+            verifiers[body["verifier"]].verify(body["items"])
+        return sum(s.items for s in specs), time.perf_counter() - t0
+
+    return score
 
 
 @app.command("rewards")
@@ -190,16 +196,28 @@ def bench_rewards(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
     from rich.table import Table
 
+    from flows.bench.load import LoadMeter, print_start, tree_cpu_s
     from flows.errors import M1Error
 
     rng = random.Random(seed)
     pools = Pools(math=bench_items(60, 8, seed), constraints=_constraint_items(rng, 200))
     specs = make_specs(requests, malformed, rng, pools)
     console = Console()
-    direct = _direct_items_per_s(specs, baseline_requests)
+    print_start(console)
+    direct = direct_scorer()
+    direct_items, direct_s = 0, 0.0
+    meter = LoadMeter()
+    # The two sides alternate in rounds (direct scoring of a share of the baseline requests, then a share
+    # of the load test), so both see the same load on a shared machine.
+    rounds = max(1, min(ROUNDS, len(specs)))
+    per_round = -(-len(specs) // rounds)
+    base_specs = [s for s in specs if s.valid][:baseline_requests]
+    base_per_round = -(-len(base_specs) // rounds)
 
     port = _free_port()
     server = _start_server(port, workers)
+    outcomes: list[Outcome] = []
+    elapsed = direct_cpu = service_cpu = 0.0
     try:
         with Progress(
             "load test",
@@ -210,14 +228,28 @@ def bench_rewards(
             transient=True,
         ) as bar:
             task = bar.add_task("requests", total=len(specs))
-            t0 = time.perf_counter()
-            outcomes = asyncio.run(
-                _drive(f"http://127.0.0.1:{port}", specs, clients, lambda: bar.advance(task))
-            )
-            elapsed = time.perf_counter() - t0
+            for r in range(rounds):
+                with meter.side("direct"):
+                    c0 = tree_cpu_s()
+                    n, secs = direct(base_specs[r * base_per_round : (r + 1) * base_per_round])
+                    direct_cpu += tree_cpu_s() - c0
+                direct_items, direct_s = direct_items + n, direct_s + secs
+                with meter.side("service"):
+                    t0, c0 = time.perf_counter(), tree_cpu_s()
+                    outcomes += asyncio.run(
+                        _drive(
+                            f"http://127.0.0.1:{port}",
+                            specs[r * per_round : (r + 1) * per_round],
+                            clients,
+                            lambda: bar.advance(task),
+                        )
+                    )
+                    elapsed += time.perf_counter() - t0
+                    service_cpu += tree_cpu_s() - c0  # client (this process), server and its workers
     finally:
         server.terminate()
         server.wait(timeout=30)
+    direct_rate = direct_items / max(direct_s, 1e-9)
 
     valid = [o for o in outcomes if o.valid]
     bad = [o for o in outcomes if not o.valid]
@@ -243,11 +275,16 @@ def bench_rewards(
         ),
         ("throughput (requests/s)", f"{len(outcomes) / elapsed:.0f}"),
         ("items/s through the service", f"{items / elapsed:.0f}"),
-        ("items/s calling verifiers directly (baseline)", f"{direct:.0f}"),
-        ("ratio service / direct", f"{items / elapsed / direct:.2f}x"),
+        ("items/s calling verifiers directly (baseline)", f"{direct_rate:.0f}"),
+        ("ratio service / direct", meter.ratio("direct", "service", items / elapsed / direct_rate)),
+        (
+            "items per CPU-second: service (client + server + workers) / direct",
+            f"{items / max(service_cpu, 1e-9):.0f} / {direct_items / max(direct_cpu, 1e-9):.0f}",
+        ),
     ]:
         table.add_row(name, value)
     console.print(table)
+    meter.report(console, "direct", "service")
     checks = {
         "zero 5xx": five_xx == 0,
         "zero lost items": lost == 0 and no_answer == 0,

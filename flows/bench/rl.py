@@ -1,175 +1,273 @@
-"""`m1 bench rl`: CISPO vs DAPO vs GRPO (the baseline) on the same toy task, same model, same seeds.
+"""`m1 bench rl`: seconds per RL step of m1model's RLTrainer against TRL's GRPOTrainer with loss_type="cispo".
 
-The M1 paper's Figure 2 claim, in miniature: with many off-policy updates per generation batch (M1
-used 16), PPO-style clipping drops the gradient of every token whose IS ratio has left the trust
-region, while CISPO clips only the weight and keeps learning from all tokens, so it reaches a given
-reward in fewer steps. The task: a fresh tiny M1 model is rewarded for the fraction of its response
-tokens that equal one target token (initially about 1/vocab). Everything but the loss is shared: the
-rollouts of step 1 are identical across algorithms for a given seed.
+The baseline is the trainer a user would pick instead: TRL 1.16 (extra `bench`), on the same work:
+
+- the same checkpoint: the pipeline's tiny hybrid model with a tokenizer trained on its math items, saved
+  once; m1model loads it, transformers loads it as MiniMaxForCausalLM (the same logits, a tested fact);
+- the same data (the pipeline's synthetic math prompts), group size G, generation window, temperature 1;
+- the same optimizer (AdamW 0.9 / 0.95 / eps 1e-15, the same learning rate, constant schedule, clip 1.0)
+  and the same updates per generation batch: U minibatches of P*G/U completions each, one optimizer
+  step per minibatch (TRL: per_device_train_batch_size = P*G/U, steps_per_generation = U);
+- the same loss family: CISPO with the IS weight capped at 3 (TRL: epsilon_high = 3.0), no KL, no
+  dynamic sampling (TRL has none), fp32 everywhere; TRL's gradient checkpointing, bf16 and the MoE
+  router loss off, so that neither side does work the other skips.
+
+Each generation batch is split into: generation (sampling the completions), the old-log-prob pass
+(TRL recomputes pi_old with a forward pass when U > 1; m1model's engine returns pi_old with each
+sampled token), reward scoring, and the update (U forward + backward + optimizer steps, plus each
+trainer's own bookkeeping). The two trainers alternate in rounds so both see the same machine load.
 """
 
 from __future__ import annotations
 
+import statistics
+import tempfile
 import time
-from typing import Annotated
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 from flows.bench import app
 
-ALGORITHMS = ("grpo", "dapo", "cispo")  # the first is the baseline of the ratios
-TARGET = 7
+PHASES = ("generation", "old log-probs", "reward", "update")
 
 
-def toy_model(seed: int, vocab: int, hidden: int):
-    import torch
+def _timed(fn: Callable, clock: dict[str, float], phase: str, when: Callable[[], bool] = lambda: True):
+    def wrapper(*args, **kwargs):
+        if not when():
+            return fn(*args, **kwargs)
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            clock[phase] += time.perf_counter() - t0
 
-    from m1model import M1Config, M1ForCausalLM
+    return wrapper
 
-    torch.manual_seed(seed)
-    return M1ForCausalLM(
-        M1Config(
-            vocab_size=vocab,
-            hidden_size=hidden,
-            intermediate_size=hidden * 3 // 2,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            head_dim=hidden // 2,
-            num_local_experts=2,
-            num_experts_per_tok=1,
-            block_size=16,
-            layer_types=["linear_attention", "full_attention"],
+
+def make_checkpoint(folder: Path, n_problems: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """The pipeline's tiny model + tokenizer as an HF checkpoint; returns the prompts (its math items)."""
+    from flows.curriculum.prompts import prompt_text
+    from flows.experiments.data import generated_math
+    from flows.experiments.runs import tiny_policy
+    from m1model.policy import save_policy
+
+    rows = generated_math(n_problems, seed=0).to_dicts()
+    model, tokenizer = tiny_policy(rows, vocab_size=512)
+    save_policy(model, tokenizer, folder)
+    return [prompt_text(r) for r in rows], rows
+
+
+class Ours:
+    """m1model's RLTrainer, its phases timed by wrapping the engine, the reward function and `update`."""
+
+    def __init__(self, folder: Path, rows: list[dict], s: dict[str, Any]):
+        from flows.experiments.runs import encode, reward_fn
+        from m1model import Engine
+        from m1model.policy import load_policy
+        from m1model.rl.losses import LossConfig
+        from m1model.rl.rollout import PromptPool
+        from m1model.rl.trainer import RLConfig, RLTrainer
+
+        model, tokenizer = load_policy(folder)
+        self.clock: dict[str, float] = defaultdict(float)
+        cfg = RLConfig(
+            algorithm="cispo",
+            group_size=s["group_size"],
+            prompts_per_step=s["prompts"],
+            lr=s["lr"],
+            loss=LossConfig(eps_is_low=1e6, eps_is_high=2.0),
+            updates_per_batch=s["updates"],
+            grad_clip=1.0,
+            max_new_tokens=s["max_new_tokens"],
+            stop_token_ids=(tokenizer.eos_token_id,),
+            dynamic_sampling=False,
+            max_sampling_rounds=1,
+            micro_batch_size=s["prompts"] * s["group_size"],
+            track_entropy=False,
+            pad_token_id=tokenizer.pad_token_id,
         )
-    )
+        score = _timed(reward_fn(tokenizer, {"math"}), self.clock, "reward")
+        engine = Engine(model)
+        engine.generate = _timed(engine.generate, self.clock, "generation")
+        self.trainer = RLTrainer(model, engine, score, PromptPool(encode(tokenizer, rows), rows), cfg)
+        self.trainer.update = _timed(self.trainer.update, self.clock, "update")
+
+    def batches(self, n: int) -> list[dict[str, float]]:
+        out = []
+        for _ in range(n):
+            self.clock.clear()
+            t0 = time.perf_counter()
+            self.trainer.train_step()
+            out.append({"total": time.perf_counter() - t0, **self.clock})
+        return out
 
 
-def target_fraction(items, responses) -> list[float]:
-    return [sum(t == TARGET for t in r) / len(r) for r in responses]
+class TRL:
+    """TRL's GRPOTrainer(loss_type="cispo") on the same checkpoint; phases timed by wrapping its methods."""
+
+    def __init__(self, folder: Path, prompts: list[str], rows: list[dict], s: dict[str, Any], out: Path):
+        import torch
+        from datasets import Dataset
+        from transformers import MiniMaxForCausalLM, PreTrainedTokenizerFast, TrainerCallback
+        from trl import GRPOConfig, GRPOTrainer
+
+        from flows.experiments.runs import reward_fn
+
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)
+        tokenizer.padding_side = "left"
+        model = MiniMaxForCausalLM.from_pretrained(folder, dtype=torch.float32)
+        score = reward_fn(tokenizer, {"math"})
+        by_prompt = {p: r for p, r in zip(prompts, rows, strict=True)}
+
+        def reward(prompts, completions, completion_ids, **_):
+            return score([by_prompt[p] for p in prompts], completion_ids)
+
+        batch = s["prompts"] * s["group_size"]
+        self.updates = s["updates"]
+        args = GRPOConfig(
+            output_dir=str(out),
+            per_device_train_batch_size=batch // s["updates"],
+            steps_per_generation=s["updates"],
+            gradient_accumulation_steps=1,
+            num_generations=s["group_size"],
+            num_iterations=1,
+            max_completion_length=s["max_new_tokens"],
+            temperature=1.0,
+            top_p=1.0,
+            learning_rate=s["lr"],
+            adam_beta1=0.9,
+            adam_beta2=0.95,
+            adam_epsilon=1e-15,
+            weight_decay=0.0,
+            lr_scheduler_type="constant",
+            warmup_steps=0,
+            max_grad_norm=1.0,
+            loss_type="cispo",
+            epsilon_high=3.0,  # TRL caps the CISPO weight at epsilon_high: m1model's 1 + eps_is_high
+            beta=0.0,
+            router_aux_loss_coef=0.0,  # router loss off: m1model's RL loss has none
+            scale_rewards="group",  # (R - mean) / std within the group, as m1model's normalize_std
+            gradient_checkpointing=False,
+            bf16=False,
+            use_cpu=True,
+            max_steps=10**6,
+            logging_steps=10**6,
+            save_strategy="no",
+            report_to=[],
+            seed=0,
+            dataloader_num_workers=0,
+        )
+        self.trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=[reward],
+            args=args,
+            train_dataset=Dataset.from_dict({"prompt": prompts}),
+            processing_class=tokenizer,
+        )
+        self.clock: dict[str, float] = defaultdict(float)
+        t = self.trainer
+        t._generate = _timed(t._generate, self.clock, "generation")
+        t._calculate_rewards = _timed(t._calculate_rewards, self.clock, "reward")
+        # the same method computes pi_old (no grad, inside generation) and the training log-probs
+        t._get_per_token_logps_and_entropies = _timed(
+            t._get_per_token_logps_and_entropies,
+            self.clock,
+            "old log-probs",
+            lambda: not torch.is_grad_enabled(),
+        )
+        self.marks: list[tuple[float, dict[str, float]]] = []
+        bench = self
+
+        class Marks(TrainerCallback):
+            def on_step_end(self, args, state, control, **kwargs):
+                if state.global_step % bench.updates == 0:  # a generation batch is done
+                    bench.marks.append((time.perf_counter(), dict(bench.clock)))
+                    bench.clock.clear()
+
+        t.add_callback(Marks())
+
+    def run(self, n: int) -> list[dict[str, float]]:
+        """One train() over 1 + n generation batches; the first (warm-up) is dropped."""
+        self.marks.clear()
+        self.clock.clear()
+        self.trainer.args.max_steps = (n + 1) * self.updates
+        self.marks.append((time.perf_counter(), {}))
+        self.trainer.train()
+        rows = []
+        for (a, _), (b, clock) in zip(self.marks, self.marks[1:], strict=False):
+            rows.append({"total": b - a, **clock})
+        return rows[1:]
 
 
-def run(
-    algorithm: str,
-    seed: int,
-    *,
-    steps: int,
-    updates: int,
-    group_size: int,
-    prompts: int,
-    max_new_tokens: int,
-    lr: float,
-    vocab: int,
-    hidden: int,
-) -> tuple[list[dict[str, float]], float]:
-    """Per-step metrics of one training run, and its seconds per step."""
-    from m1model import Engine
-    from m1model.rl.rollout import PromptPool
-    from m1model.rl.trainer import RLConfig, RLTrainer
-
-    model = toy_model(seed, vocab, hidden)
-    pool = PromptPool([[1 + i % 5, 10 + i % 7, 2] for i in range(4 * prompts)], list(range(4 * prompts)))
-    cfg = RLConfig(
-        algorithm=algorithm,
-        group_size=group_size,
-        prompts_per_step=prompts,
-        lr=lr,
-        updates_per_batch=updates,
-        max_new_tokens=max_new_tokens,
-        max_sampling_rounds=1,
-        seed=seed,
-    )
-    trainer = RLTrainer(model, Engine(model), target_fraction, pool, cfg)
-    t0 = time.perf_counter()
-    history = trainer.train(steps)
-    return history, (time.perf_counter() - t0) / steps
-
-
-def steps_to(curve: list[float], threshold: float) -> int | None:
-    return next((i + 1 for i, r in enumerate(curve) if r >= threshold), None)
+def _phase_row(name: str, batches: list[dict[str, float]]) -> dict[str, float]:
+    med = {k: statistics.median(b.get(k, 0.0) for b in batches) for k in ("total", *PHASES[:3])}
+    med["update"] = max(0.0, med["total"] - sum(med[k] for k in PHASES[:3]))
+    return {"name": name, **med}
 
 
 @app.command("rl")
 def bench_rl(
-    steps: Annotated[int, typer.Option(help="RL steps per run.")] = 10,
-    seeds: Annotated[int, typer.Option(help="Runs per algorithm (curves are averaged).")] = 3,
-    updates: Annotated[int, typer.Option(help="Off-policy updates per generation batch.")] = 8,
-    group_size: Annotated[int, typer.Option(help="Responses per prompt (G).")] = 8,
-    prompts: Annotated[int, typer.Option(help="Prompts per step.")] = 8,
-    max_new_tokens: Annotated[int, typer.Option(help="Response length.")] = 8,
-    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 3e-3,
-    threshold: Annotated[float, typer.Option(help="Reward level for 'steps to reach'.")] = 0.5,
-    vocab: Annotated[int, typer.Option(help="Toy vocabulary size.")] = 24,
-    hidden: Annotated[int, typer.Option(help="Model width.")] = 32,
+    batches: Annotated[int, typer.Option(min=1, help="Timed generation batches per trainer and round.")] = 3,
+    rounds: Annotated[int, typer.Option(min=1, help="Alternations of the two trainers.")] = 2,
+    prompts: Annotated[int, typer.Option(min=1, help="Prompts per generation batch (P).")] = 8,
+    group_size: Annotated[int, typer.Option(min=2, help="Responses per prompt (G).")] = 8,
+    updates: Annotated[int, typer.Option(min=1, help="Optimizer steps per generation batch (U).")] = 2,
+    max_new_tokens: Annotated[int, typer.Option(min=1, help="Generation window.")] = 16,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate (both).")] = 5e-4,
+    threads: Annotated[int, typer.Option(min=1, help="torch intra-op threads (both).")] = 1,
 ) -> None:
-    """Reward curves of CISPO and DAPO against GRPO on one toy task; ratios are relative to GRPO."""
+    """Seconds per generation batch, split into generation / old log-probs / reward / update:
+    m1model's RLTrainer vs TRL's GRPOTrainer(loss_type="cispo"), same checkpoint, data and settings."""
     import torch
     from rich.console import Console
-    from rich.progress import Progress
     from rich.table import Table
 
-    torch.set_num_threads(1)  # a tiny model: more threads only add contention
-    results: dict[str, dict[str, float | list[float] | None]] = {}
-    with Progress(console=Console(stderr=True)) as progress:
-        bar = progress.add_task("training", total=len(ALGORITHMS) * seeds)
-        for algo in ALGORITHMS:
-            curves, masked, secs = [], [], []
-            for seed in range(seeds):
-                history, sec = run(
-                    algo,
-                    seed,
-                    steps=steps,
-                    updates=updates,
-                    group_size=group_size,
-                    prompts=prompts,
-                    max_new_tokens=max_new_tokens,
-                    lr=lr,
-                    vocab=vocab,
-                    hidden=hidden,
-                )
-                curves.append([h["reward_mean"] for h in history])
-                masked += [h["masked_fraction"] for h in history if "masked_fraction" in h]
-                secs.append(sec)
-                progress.advance(bar)
-            mean = [sum(c[i] for c in curves) / seeds for i in range(steps)]
-            results[algo] = {
-                "curve": mean,
-                "auc": sum(mean) / steps,
-                "reach": steps_to(mean, threshold),
-                "masked": sum(masked) / max(len(masked), 1),
-                "sec": sum(secs) / seeds,
-            }
+    from flows.bench.load import LoadMeter, print_start
+    from flows.errors import InputError
 
-    base = results[ALGORITHMS[0]]
+    if (prompts * group_size) % updates:
+        raise InputError(f"--updates {updates} must divide P*G = {prompts * group_size} (equal minibatches)")
+    try:
+        import trl
+    except ImportError:
+        raise InputError("m1 bench rl needs TRL: pip install 'm1-pipeline[bench]'") from None
+    torch.set_num_threads(threads)
+    console = Console()
+    print_start(console)
+    s = dict(prompts=prompts, group_size=group_size, updates=updates, max_new_tokens=max_new_tokens, lr=lr)
+    meter = LoadMeter()
+    results: dict[str, list[dict[str, float]]] = {"TRL GRPOTrainer": [], "m1model RLTrainer": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "policy"
+        with console.status("building the checkpoint and the data"):
+            texts, rows = make_checkpoint(folder, n_problems=max(64, 4 * prompts))
+        with console.status("setting up both trainers"):
+            ours, theirs = Ours(folder, rows, s), TRL(folder, texts, rows, s, Path(tmp) / "trl")
+            ours.batches(1)  # warm-up; TRL's warm-up batch is the first of each run and is dropped
+        for r in range(rounds):
+            with console.status(f"round {r + 1}/{rounds}: TRL"), meter.side("TRL GRPOTrainer"):
+                results["TRL GRPOTrainer"] += theirs.run(batches)
+            with console.status(f"round {r + 1}/{rounds}: m1model"), meter.side("m1model RLTrainer"):
+                results["m1model RLTrainer"] += ours.batches(batches)
+
+    rows_ = [_phase_row(name, b) for name, b in results.items()]
+    base = rows_[0]["total"]
     table = Table(
-        title=f"toy RL: {seeds} seed(s) x {steps} steps, {updates} updates per batch, G={group_size}"
+        title=f"seconds per generation batch (median of {batches * rounds}): P={prompts} x G={group_size}, "
+        f"window {max_new_tokens}, {updates} update(s) per batch, TRL {trl.__version__}, {threads} thread(s)"
     )
-    for col in (
-        "algorithm",
-        "reward step 1",
-        "final reward",
-        "mean reward",
-        "x vs grpo",
-        f"steps to {threshold:g}",
-        "speed-up vs grpo",
-        "dropped tokens",
-        "s/step",
-    ):
-        table.add_column(col, justify="right")
-    for algo, r in results.items():
-        reach, base_reach = r["reach"], base["reach"]
-        if reach and base_reach:
-            speedup = f"{base_reach / reach:.2f}x"
-        else:
-            speedup = f">{steps / reach:.2f}x" if reach else "-"
+    for col in ("trainer", *PHASES, "total", "speed-up vs TRL"):
+        table.add_column(col, justify="left" if col == "trainer" else "right")
+    for row in rows_:
         table.add_row(
-            algo,
-            f"{r['curve'][0]:.3f}",
-            f"{r['curve'][-1]:.3f}",
-            f"{r['auc']:.3f}",
-            f"{r['auc'] / max(base['auc'], 1e-9):.2f}x",
-            str(reach or "-"),
-            speedup,
-            f"{r['masked']:.1%}",
-            f"{r['sec']:.2f}",
+            row["name"],
+            *(f"{row[p]:.3f} ({row[p] / row['total']:.0%})" for p in PHASES),
+            f"{row['total']:.3f}",
+            meter.ratio("TRL GRPOTrainer", row["name"], base / row["total"]),
         )
-    Console().print(table)
+    console.print(table)
+    meter.report(console, "TRL GRPOTrainer", "m1model RLTrainer")

@@ -30,16 +30,6 @@ class Overhead:
     note: str = ""
 
 
-def _timed(call: Callable[[], None], runs: int) -> list[float]:
-    call()  # warm-up: page cache, image layers, imports
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return times
-
-
 def _row(backend: str, times: list[float]) -> Overhead:
     ordered = sorted(times)
     return Overhead(backend, len(times), statistics.median(ordered), ordered[int(0.9 * (len(ordered) - 1))])
@@ -57,12 +47,13 @@ def measure_overhead(backends: list[str], runs: int, argv: list[str] | None = No
     def bare() -> None:
         subprocess.run(host_argv, check=True, stdin=subprocess.DEVNULL, capture_output=True, env={})
 
-    rows = [_row("subprocess", _timed(bare, runs))]
+    calls: dict[str, Callable[[], None]] = {"subprocess": bare}
+    unavailable: dict[str, str] = {}
     for backend in backends:
         try:
             sandbox = get_sandbox(backend)  # type: ignore[arg-type]
         except SandboxUnavailable as exc:
-            rows.append(Overhead(backend, 0, float("nan"), float("nan"), f"unavailable: {exc}"))
+            unavailable[backend] = f"unavailable: {exc}"
             continue
 
         def sandboxed(sandbox=sandbox) -> None:
@@ -70,8 +61,18 @@ def measure_overhead(backends: list[str], runs: int, argv: list[str] | None = No
             if not result.ok:
                 raise RuntimeError(f"{sandbox.name} sandbox: {result.describe()}: {result.stderr[-500:]!r}")
 
-        rows.append(_row(backend, _timed(sandboxed, runs)))
-    return rows
+        calls[backend] = sandboxed
+    for call in calls.values():
+        call()  # warm-up: page cache, image layers, imports
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(runs):  # the backends take turns, run by run, so they all see the same machine load
+        for name, call in calls.items():
+            t0 = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - t0)
+    rows = [_row(name, t) for name, t in times.items()]
+    rows += [Overhead(b, 0, float("nan"), float("nan"), note) for b, note in unavailable.items()]
+    return sorted(rows, key=lambda r: ["subprocess", *backends].index(r.backend))
 
 
 @app.command("sandbox")
@@ -88,7 +89,11 @@ def bench_sandbox(
     unknown = sorted(set(names) - {"process", "docker"})
     if unknown:
         raise InputError(f"--backends: unknown sandbox backend(s) {', '.join(unknown)}; use process, docker")
-    print_overhead(Console(), names, runs)
+    from flows.bench.load import print_start
+
+    console = Console()
+    print_start(console)
+    print_overhead(console, names, runs)
 
 
 def print_overhead(console, backends: list[str], runs: int) -> None:
@@ -98,7 +103,7 @@ def print_overhead(console, backends: list[str], runs: int) -> None:
     with console.status(f"running `python3 -c pass` {runs}x bare and in {', '.join(backends)} ..."):
         rows = measure_overhead(backends, runs)
     base = rows[0].median_s
-    table = Table(title=f"sandbox overhead per run: python3 -c pass, {runs} runs each")
+    table = Table(title=f"sandbox overhead per run: python3 -c pass, {runs} runs each, backends taking turns")
     for col in ("backend", "median ms", "p90 ms", "overhead ms", "x subprocess"):
         table.add_column(col, justify="left" if col == "backend" else "right")
     for r in rows:

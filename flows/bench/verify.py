@@ -10,9 +10,7 @@ verdict on every item, which the bench asserts.
 
 from __future__ import annotations
 
-import os
 import random
-import resource
 import time
 from typing import Annotated, Any
 
@@ -128,91 +126,162 @@ def bench_items(prompts: int, group: int, seed: int = 0) -> list[dict[str, Any]]
     return items
 
 
-def _cpu_s() -> float:
-    """CPU seconds of this process and its reaped children (the pool's workers)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+def duplication(items: list[dict[str, Any]], batch: int) -> tuple[float, float]:
+    """Share of items whose (reference, extracted answer) pair repeats an earlier item: over the whole
+    workload (what a verdict cache across batches can save) and within each batch (what deduplicating a
+    batch can save)."""
+    from verifiers.format import extract_answer
+    from verifiers.math import reference_answer
+
+    def key(item: dict[str, Any]) -> tuple[str, str]:
+        extraction = extract_answer(item["response"])
+        return reference_answer(item["reference"]), extraction.text if extraction else ""
+
+    keys = [key(item) for item in items]
+    in_batch = sum(len(set(keys[i : i + batch])) for i in range(0, len(keys), batch))
+    return 1 - len(set(keys)) / len(keys), 1 - in_batch / len(keys)
+
+
+def math_verify_cached(workers: int):
+    """math-verify behind MathVerifier's own verdict cache, batch deduplication and worker pool, with its
+    fast paths switched off: the row that separates what caching gives from what the fast paths give."""
+    from verifiers.math import MathVerifier
+
+    class CachedMathVerify(MathVerifier):
+        def _resolve(self, pairs):
+            verdicts = dict(zip(pairs, self._slow(pairs), strict=True))
+            self._cache.update(verdicts)
+            return verdicts
+
+    return CachedMathVerify(format_weight=0.0, workers=workers)
 
 
 @app.command("verify")
 def bench_verify(
     prompts: Annotated[int, typer.Option(min=1, help="Distinct problems (P).")] = 150,
     group: Annotated[int, typer.Option(min=1, help="Responses per problem (G).")] = 8,
-    workers: Annotated[int, typer.Option(min=0, help="Process-pool size for the verifier.")] = 2,
+    workers: Annotated[int, typer.Option(min=0, help="Process-pool size for the verifiers.")] = 2,
     batch: Annotated[int, typer.Option(min=1, help="Items per verify() call, like an RL batch.")] = 512,
     seed: int = 0,
     sandbox_runs: Annotated[
         int, typer.Option(min=0, help="Runs per sandbox backend for the overhead table (0: skip it).")
     ] = 10,
 ) -> None:
-    """Throughput of MathVerifier (fast paths + cache + pool) vs math-verify called directly per item,
-    and the per-run overhead of the sandboxes the code verifier runs programs in."""
+    """Throughput of MathVerifier (fast paths + cache + pool) vs math-verify called directly per item
+    (the headline baseline) and vs math-verify behind the same cache and pool, and the per-run overhead of
+    the sandboxes the code verifier runs programs in."""
     from rich.console import Console
     from rich.table import Table
 
+    from flows.bench.load import LoadMeter, print_start, tree_cpu_s
     from flows.errors import M1Error
     from verifiers.format import extract_answer
     from verifiers.math import MathVerifier, math_verify_equal, reference_answer
 
     console = Console()
+    print_start(console)
     items = bench_items(prompts, group, seed)
-    console.print(f"{len(items)} items ({prompts} prompts x {group} responses), {workers} workers")
+    dup_all, dup_batch = duplication(items, batch)
+    console.print(
+        f"{len(items)} items ({prompts} prompts x {group} responses), batches of {batch}, {workers} workers; "
+        f"duplication: {dup_all:.0%} of items repeat a (reference, answer) pair seen earlier in the run, "
+        f"{dup_batch:.0%} one seen earlier in their batch",
+        highlight=False,
+    )
 
     # Warm up first on other problems: math-verify's ANTLR parser builds its DFA cache over the first few
-    # hundred parses, and a reward service or trainer runs warm. The pool forks after this, so both
-    # sides start from the same warm state; then the verifier runs before the baseline, so any
-    # caching effect inside this process helps the baseline, not us.
+    # hundred parses, and a reward service or trainer runs warm. The pools fork after this, so every
+    # side starts from the same warm state.
     for item in bench_items(min(len(_FAMILIES) * 4, prompts), 2, seed + 1):
         extraction = extract_answer(item["response"])
         if extraction:
             math_verify_equal(reference_answer(item["reference"]), extraction.text)
 
-    load_before = os.getloadavg()[0]
-    t0, cpu0 = time.perf_counter(), _cpu_s()
-    with MathVerifier(format_weight=0.0, workers=workers) as verifier:
-        ours: list[bool] = []
-        for i in range(0, len(items), batch):
-            ours += [bool(r.details.get("correct")) for r in verifier.verify(items[i : i + batch])]
-    t_ours, cpu_ours = time.perf_counter() - t0, _cpu_s() - cpu0  # workers are reaped: their CPU counts
+    def per_item(chunk: list[dict[str, Any]]) -> list[bool]:
+        out = []
+        for item in chunk:
+            extraction = extract_answer(item["response"])
+            out.append(
+                bool(extraction) and math_verify_equal(reference_answer(item["reference"]), extraction.text)
+            )
+        return out
 
-    t0, cpu0 = time.perf_counter(), _cpu_s()
-    base: list[bool] = []
-    for item in items:
-        extraction = extract_answer(item["response"])
-        base.append(
-            bool(extraction) and math_verify_equal(reference_answer(item["reference"]), extraction.text)
-        )
-    t_base, cpu_base = time.perf_counter() - t0, _cpu_s() - cpu0
-
-    disagree = [items[i]["id"] for i, (a, b) in enumerate(zip(ours, base, strict=True)) if a != b]
-    table = Table(title="math verification throughput")
-    for col in ("method", "items/s", "wall s", "ratio", "CPU s", "CPU ratio", "correct"):
-        table.add_column(col, justify="right")
-    table.add_row(
+    base_name, cached_name, ours_name = (
         "math-verify per item (baseline)",
-        f"{len(items) / t_base:.0f}",
-        f"{t_base:.2f}",
-        "1.00x",
-        f"{cpu_base:.2f}",
-        "1.00x",
-        str(sum(base)),
+        f"math-verify + verdict cache + pool ({workers} workers)",
+        f"MathVerifier: + fast paths ({workers} workers)",
     )
-    table.add_row(
-        f"MathVerifier ({workers} workers)",
-        f"{len(items) / t_ours:.0f}",
-        f"{t_ours:.2f}",
-        f"{t_base / t_ours:.2f}x",
-        f"{cpu_ours:.2f}",
-        f"{cpu_base / cpu_ours:.2f}x",
-        str(sum(ours)),
-    )
+    meter = LoadMeter()
+    seconds = dict.fromkeys((base_name, cached_name, ours_name), 0.0)
+    cpu = dict(seconds)
+    verdicts: dict[str, list[bool]] = {name: [] for name in seconds}
+    # The three sides are interleaved batch by batch, so they run under the same load; within a batch
+    # the verifiers go first, so any caching inside this process helps the baseline, not them.
+    with MathVerifier(format_weight=0.0, workers=workers) as ours, math_verify_cached(workers) as cached:
+        sides = {
+            ours_name: lambda chunk: [bool(r.details.get("correct")) for r in ours.verify(chunk)],
+            cached_name: lambda chunk: [bool(r.details.get("correct")) for r in cached.verify(chunk)],
+            base_name: per_item,
+        }
+        for i in range(0, len(items), batch):
+            chunk = items[i : i + batch]
+            for name, run in sides.items():
+                with meter.side(name):
+                    t0, c0 = time.perf_counter(), tree_cpu_s()
+                    verdicts[name] += run(chunk)
+                    seconds[name] += time.perf_counter() - t0
+                    cpu[name] += tree_cpu_s() - c0
+
+    base = verdicts[base_name]
+    table = Table(title="math verification throughput (sides interleaved batch by batch)")
+    for col in (
+        "method",
+        "items/s",
+        "wall s",
+        "x baseline",
+        "x cache+pool",
+        "CPU s",
+        "CPU x baseline",
+        "correct",
+    ):
+        table.add_column(col, justify="left" if col == "method" else "right")
+    for name in (base_name, cached_name, ours_name):
+        table.add_row(
+            name,
+            f"{len(items) / seconds[name]:.0f}",
+            f"{seconds[name]:.2f}",
+            meter.ratio(base_name, name, seconds[base_name] / seconds[name]),
+            meter.ratio(cached_name, name, seconds[cached_name] / seconds[name]) if name == ours_name else "",
+            f"{cpu[name]:.2f}",
+            f"{cpu[base_name] / max(cpu[name], 1e-9):.2f}x",
+            str(sum(verdicts[name])),
+        )
     console.print(table)
-    # The wall ratio needs the workers' cores to be free; on a shared machine the CPU ratio is the
-    # steadier measure of the work saved.
-    console.print(f"load average {load_before:.1f} on {os.cpu_count()} CPUs when the run started")
-    console.print(f"verdict agreement: {len(items) - len(disagree)}/{len(items)} items")
-    if disagree:
-        raise M1Error(f"verdicts differ from math-verify on {len(disagree)} items, e.g. {disagree[:5]}")
+    console.print(
+        f"caching + pool alone: {seconds[base_name] / seconds[cached_name]:.2f}x over plain math-verify; the fast "
+        f"paths on top: {seconds[cached_name] / seconds[ours_name]:.2f}x; on a workload whose items repeat a "
+        f"(reference, answer) pair {dup_all:.0%} of the time",
+        highlight=False,
+    )
+    meter.report(console, base_name, ours_name)
+    disagree = {
+        name: [items[i]["id"] for i, (a, b) in enumerate(zip(v, base, strict=True)) if a != b]
+        for name, v in verdicts.items()
+    }
+    console.print(
+        "verdict agreement with math-verify: "
+        + ", ".join(
+            f"{name}: {len(items) - len(disagree[name])}/{len(items)} items"
+            for name in (cached_name, ours_name)
+        ),
+        highlight=False,
+    )
+    bad = {name: d for name, d in disagree.items() if d}
+    if bad:
+        raise M1Error(
+            "verdicts differ from math-verify: "
+            + "; ".join(f"{n}: {len(d)} items, e.g. {d[:5]}" for n, d in bad.items())
+        )
     if sandbox_runs:
         from flows.bench.sandbox import print_overhead
 

@@ -1,0 +1,77 @@
+"""`m1 experiment ...`: the paper's claims measured in miniature on the real pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("algorithms")
+def algorithms(
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder for steps.csv, summary.md, reward.png.")
+    ],
+    quick: Annotated[bool, typer.Option("--quick", help="Seconds-sized run for CI (same outputs).")] = False,
+    run: Annotated[
+        str | None,
+        typer.Option("--run", help="Read {run}-curated and {run}-synlogic from the store if both exist."),
+    ] = None,
+    seeds: Annotated[int | None, typer.Option(min=1, help="Seeds per arm (default: 3, quick 2).")] = None,
+    steps: Annotated[int | None, typer.Option(min=1, help="RL steps per run (default: 30, quick 2).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Runs in parallel (default 2).")] = None,
+    as_flow: Annotated[
+        bool, typer.Option("--flow", help="Run as a Prefect flow (artifacts in the UI).")
+    ] = False,
+) -> None:
+    """CISPO vs DAPO vs GRPO and section 5's stability options, same warm start, data and seeds.
+
+    Full size: 6 arms x 3 seeds x 30 RL steps of 16 prompts x 8 responses with 16 off-policy updates per
+    generation batch, from one shared 400-step SFT warm start; under 30 minutes on 2 idle cores.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flows.experiments import algorithms as lib
+
+    console = Console()
+    if as_flow:
+        from flows.experiments.flow import algorithms_flow
+
+        path = algorithms_flow(str(output), quick=quick, run=run, seeds=seeds or 0, steps=steps or 0)
+        console.print(Markdown(Path(path).read_text().split("![")[0]))
+        return
+    size = lib.size_for(quick, seeds=seeds, steps=steps, workers=workers)
+    console.print(f"size: {size.describe()}", highlight=False)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as bar:
+        task = bar.add_task("preparing", total=None)
+
+        def phase(text: str) -> None:
+            bar.update(task, description=text)
+
+        def run_done(result, done: int, total: int) -> None:
+            if not console.is_terminal:  # a log file: one line per run instead of a live bar
+                console.print(
+                    f"run {done}/{total}: {result.arm} seed {result.seed}, {result.seconds:.0f} s",
+                    highlight=False,
+                )
+            bar.update(
+                task,
+                total=total,
+                completed=done,
+                description=f"RL runs (last: {result.arm} seed {result.seed})",
+            )
+
+        lib.run_experiment(output, size, run=run, progress=lib.Progress(phase=phase, run_done=run_done))
+    console.print(Markdown((output / "summary.md").read_text().split("![")[0]))
+    console.print(f"wrote {output}/steps.csv, {output}/summary.md, {output}/reward.png", highlight=False)

@@ -1,0 +1,39 @@
+"""The experiments as Prefect flows: the same library call as the CLI, with progress and the summary as
+artifacts in the UI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+
+
+@flow(name="experiment-algorithms", log_prints=True)
+def algorithms_flow(
+    output: str,
+    quick: bool = False,
+    run: str | None = None,
+    home: str | None = None,
+    seeds: int = 0,
+    steps: int = 0,
+) -> str:
+    """CISPO vs DAPO vs GRPO (+ section 5 options): writes OUTPUT/{steps.csv,summary.md,reward.png}."""
+    from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+
+    from flows.experiments.algorithms import Progress, run_experiment, size_for
+
+    logger = get_run_logger()
+    artifact = create_progress_artifact(0.0, description="algorithms experiment: RL runs done")
+
+    def run_done(result, done: int, total: int) -> None:
+        update_progress_artifact(artifact, progress=100.0 * done / total)
+        logger.info(
+            "run %d/%d done: %s seed %d, %.0f s", done, total, result.arm, result.seed, result.seconds
+        )
+
+    size = size_for(quick, seeds=seeds or None, steps=steps or None)
+    text = run_experiment(
+        Path(output), size, run=run, home=home, progress=Progress(phase=logger.info, run_done=run_done)
+    )
+    create_markdown_artifact(text, key="experiment-algorithms", description="CISPO vs DAPO vs GRPO")
+    return str(Path(output) / "summary.md")
