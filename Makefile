@@ -17,16 +17,23 @@ PYTEST_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,dist,logic]'
+	$(PY) -m pip install -q -e '.[dev,dist,logic,swe,bench]'
 	touch $@
 
+# `m1 run` includes the SWE subflow when config.swe.enabled: it needs the Docker engine (and builds
+# the sandbox base image once, a few minutes), so `run` starts it exactly as `test` does.
 run: $(VENV)/.installed
+	bash scripts/docker-engine.sh
 	$(M1) run
 
+# Docker, PostgreSQL and the browser may be impossible on a machine: their scripts say why and the tests
+# that need them skip with that reason, unless M1_REQUIRE_DOCKER/_POSTGRES/_BROWSER=1 (set by .ci/run).
 services: $(VENV)/.installed
 	bash scripts/sandbox-tools.sh
 	bash scripts/docker-engine.sh
-	bash scripts/ui-tools.sh || echo "ui-tools failed: tests/ui's browser test will say why and skip"
+	bash scripts/postgres.sh
+	bash scripts/ui-tools.sh || { [ "$${M1_REQUIRE_BROWSER:-0}" != 1 ] && \
+		echo "ui-tools failed: tests/ui's browser test will say why and skip"; }
 
 test: $(VENV)/.installed services
 	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)
@@ -34,7 +41,7 @@ test: $(VENV)/.installed services
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -m "not gpu and not slow and not docker" $(PYTEST_ARGS)
 
-BENCHES ?= attention decode train-step dedup verify rewards sandbox logic rl
+BENCHES ?= attention decode train-step dedup verify rewards sandbox logic rl swe genrm train-scale
 bench: $(VENV)/.installed services
 	set -e; for b in $(BENCHES); do echo "== m1 bench $$b"; $(M1) bench $$b; done
 

@@ -8,12 +8,27 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
+from pathlib import Path
 
 import typer
 from rich.console import Console
 
 from flows.bench import app as bench_app
-from flows.commands import curate, logic, model, pipeline, serve, train, verify
+from flows.commands import (
+    curate,
+    data,
+    experiment,
+    genrm,
+    logic,
+    model,
+    pipeline,
+    serve,
+    swe,
+    tasks,
+    train,
+    verify,
+)
 from flows.errors import M1Error
 
 app = typer.Typer(
@@ -25,11 +40,22 @@ app = typer.Typer(
 )
 pipeline.register(app)  # m1 run, m1 ui, m1 deploy
 verify.register(app)  # m1 verify, m1 verifiers list
+app.add_typer(data.app, name="data", help="The dataset store: list datasets and versions, show one.")
 app.add_typer(curate.app, name="curate", help="Data curation steps: clean, dedup, decontaminate, pass rate.")
 app.add_typer(logic.app, name="logic", help="SynLogic-style logic tasks: list, generate, calibrate.")
+app.add_typer(
+    tasks.app, name="tasks", help="Task datasets of a run: logic puzzles, code problems with tests."
+)
 app.add_typer(model.app, name="model", help="The bundled hybrid model: init, export, probes.")
 app.add_typer(train.app, name="train", help="Curriculum stages of CISPO training; rerun one stage alone.")
+app.add_typer(experiment.app, name="experiment", help="The paper's claims measured in miniature: algorithms.")
 app.add_typer(serve.app, name="serve", help="HTTP services: the reward service, the model.")
+app.add_typer(swe.app, name="swe", help="SWE tasks: repositories, images, synthesis, validation, evaluation.")
+app.add_typer(
+    genrm.app,
+    name="genrm",
+    help="Generative reward models: general data, judge training, eval, Swiss rounds.",
+)
 app.add_typer(
     bench_app, name="bench", help="Benchmarks; each prints ratios against a baseline run alongside."
 )
@@ -38,7 +64,21 @@ err = Console(stderr=True)
 
 
 def _prefect_defaults() -> None:
-    """Offline-friendly Prefect defaults; the user's own settings win."""
+    """Offline-friendly Prefect defaults; the user's own settings win.
+
+    Prefect's database lives under ``$M1_HOME/prefect`` (one project's runs, not every project's), unless
+    the user points Prefect elsewhere: PREFECT_HOME or PREFECT_API_URL set, or a Prefect profile of their
+    own in ~/.prefect/profiles.toml."""
+    from flows.store import m1_home
+
+    user_configured = {"PREFECT_HOME", "PREFECT_API_URL"} & set(os.environ) or (
+        Path.home() / ".prefect" / "profiles.toml"
+    ).exists()
+    if not user_configured:
+        os.environ["PREFECT_HOME"] = str(m1_home() / "prefect")
+        # Prefect tries to create its home on import; a command that fails on bad input must write
+        # nothing, so the folder is made when a flow or the server first runs (flows.logs.prefect_home).
+        warnings.filterwarnings("ignore", message="Failed to create the Prefect home directory")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     # The embedded server shares 2 cores with the work itself: give it time to come up.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")

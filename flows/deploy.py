@@ -1,8 +1,9 @@
 """Deployments: the flows a person schedules and starts from the Prefect UI, with parameter forms.
 
-`m1 ui` starts the Prefect server (SQLite by default; set PREFECT_API_DATABASE_CONNECTION_URL to a
-PostgreSQL URL to scale). `m1 deploy` registers the deployments and serves them from this process
-(Prefect's `serve`: no work pool or image needed on one machine). Every deployment takes the same
+`m1 ui` starts the Prefect server (SQLite by default; `--database postgresql+asyncpg://...`, or
+PREFECT_API_DATABASE_CONNECTION_URL, puts it on PostgreSQL, for many workers and machines). `m1 deploy`
+registers the deployments and serves them from this process (Prefect's `serve`: no work pool or image
+needed on one machine). Every deployment takes the same
 `PipelineConfig` the CLI uses, so the UI shows one form for it.
 """
 
@@ -15,25 +16,35 @@ from flows.config import PipelineConfig
 
 
 def deployments(config: PipelineConfig, cron: str | None = None) -> list:
-    """The pipeline (optionally on a schedule), its curation and training parts, and logic calibration.
+    """The pipeline (optionally on a schedule), each of its data subflows, its training parts, and logic
+    calibration.
 
     `train-stage` is how a person reruns one curriculum stage on demand: pick the stage in the form.
     """
     from flows.curate.flow import curate_flow
     from flows.curriculum import load_curriculum
     from flows.logic_calibration import logic_calibration
-    from flows.pipeline import pipeline
+    from flows.pipeline import PRODUCERS, pipeline, producer
     from flows.train import train_curriculum, train_stage
 
     params = {"config": config.model_dump(mode="json")}
     first_stage = load_curriculum(config.train.curriculum).stages[0].name
-    return [
+    producers = [
+        producer(kind).to_deployment(
+            name=f"m1-{kind}",
+            parameters=params,
+            tags=["m1", "data"],
+            description=f"Build {{run}}-{kind} into the dataset store ({PRODUCERS[kind]}).",
+        )
+        for kind in PRODUCERS
+    ]
+    return producers + [
         pipeline.to_deployment(
             name="m1-run",
             parameters=params,
             cron=cron,
             tags=["m1", "pipeline"],
-            description="The whole pipeline: curate -> model -> SFT -> CISPO -> eval -> report.",
+            description="The whole DAG: curate -> task data -> SFT -> pass-rate -> curriculum -> eval -> report.",
         ),
         curate_flow.to_deployment(
             name="m1-curate",
@@ -62,17 +73,86 @@ def deployments(config: PipelineConfig, cron: str | None = None) -> list:
 
 
 def serve_deployments(config: PipelineConfig, cron: str | None = None) -> None:
-    from prefect import serve
+    """Serve the deployments from this process (Prefect's `serve`) until SIGTERM or Ctrl-C.
 
-    serve(*deployments(config, cron))
+    On the way out Prefect's runner pauses every deployment's schedule through the API, with the
+    client's retries and backoff: when the server went away first, that takes minutes, and the process
+    sits out a second SIGTERM meanwhile. So a stop first asks the server's /health (2 s); when it does
+    not answer, we say so and stop without the pause (there is nothing to pause it on).
+    """
+    import asyncio
+    import signal
+
+    from prefect.exceptions import TerminationSignal
+    from prefect.runner import Runner
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
+
+    served = deployments(config, cron)
+    runner = Runner(name="m1-deploy", pause_on_shutdown=True)
+    for d in served:
+        runner.add_deployment(d)
+    graceful = runner.handle_sigterm
+
+    def stop(signum: int, frame) -> None:
+        if not _server_reachable():
+            print(
+                f"m1 deploy: the Prefect server at {PREFECT_API_URL.value()} is unreachable; "
+                "stopping without pausing the schedules",
+                file=sys.stderr,
+                flush=True,
+            )
+            runner.pause_on_shutdown = False
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        graceful(signum, frame)
+
+    # Runner.start() installs `runner.handle_sigterm` for SIGTERM; installed here too, a signal that
+    # comes before start() gets there is handled alike. Ctrl-C goes through the same check.
+    runner.handle_sigterm = stop
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    names = "\n".join(f"  {d.flow_name}/{d.name}" for d in served)
+    where = PREFECT_UI_URL.value() or PREFECT_API_URL.value() or "the ephemeral Prefect server"
+    print(
+        f"m1 deploy: deployments being served (start runs from {where}, or with "
+        f"`prefect deployment run NAME`; Ctrl-C or SIGTERM stops):\n{names}",
+        flush=True,
+    )
+    try:
+        asyncio.run(runner.start())
+    except (KeyboardInterrupt, TerminationSignal):
+        pass
 
 
-def start_server(host: str, port: int) -> None:
-    """Replace this process with `prefect server start`; analytics off, since the machine may be offline."""
+def _server_reachable(timeout_s: float = 2.0) -> bool:
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:  # an ephemeral server in this process: it goes when we go
+        return True
+    try:
+        return httpx.get(f"{url.rstrip('/')}/health", timeout=timeout_s).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_server(host: str, port: int, database: str | None = None) -> None:
+    """Replace this process with `prefect server start`; analytics off, since the machine may be offline.
+
+    ``database``: the server's database URL (``postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB``),
+    checked before the server starts, so a wrong password or a stopped database is one clear line.
+    """
     env = os.environ | {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     ui_api = _ui_api_url(host, port)
     if ui_api:
         env["PREFECT_UI_API_URL"] = ui_api
+    if database:
+        database = database_url(database)
+        _check_database(database)
+        for name in ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL"):
+            env[name] = database
+        print(f"Prefect database: {_masked(database)}")
     print(
         f"Prefect UI on http://{host}:{port}  (point runs at it: export PREFECT_API_URL=http://{host}:{port}/api)"
     )
@@ -98,3 +178,62 @@ def _ui_api_url(host: str, port: int) -> str | None:
     if ":" in browser_host:
         browser_host = f"[{browser_host}]"
     return f"http://{browser_host}:{port}/api"
+
+
+def database_url(url: str) -> str:
+    """A Prefect server database URL: PostgreSQL through asyncpg (``postgresql://`` is read as that), or
+    SQLite through aiosqlite."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from flows.errors import InputError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        parsed = None
+    if parsed is not None and parsed.drivername in ("postgresql", "postgres", "postgresql+asyncpg"):
+        return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+    if parsed is not None and parsed.drivername == "sqlite+aiosqlite":
+        return url
+    raise InputError(
+        f"--database {_masked(url)}: expected postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DATABASE "
+        "(or sqlite+aiosqlite:///PATH)"
+    )
+
+
+def _masked(url: str) -> str:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<not a database URL>"
+
+
+def _check_database(url: str, timeout_s: float = 10.0) -> None:
+    """Connect once with asyncpg (what the server will use); an unreachable database is an InputError."""
+    import asyncio
+
+    from sqlalchemy.engine import make_url
+
+    from flows.errors import InputError
+
+    parsed = make_url(url)
+    if parsed.drivername != "postgresql+asyncpg":
+        return
+
+    async def connect() -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(
+            parsed.set(drivername="postgresql").render_as_string(hide_password=False), timeout=timeout_s
+        )
+        await conn.close()
+
+    try:
+        asyncio.run(connect())
+    except Exception as exc:  # noqa: BLE001 - any failure to connect is the user's to fix, in one line
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot connect to the Prefect database {_masked(url)}: {reason}") from None

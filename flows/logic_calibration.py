@@ -14,14 +14,12 @@ call directly.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect import task as prefect_task
@@ -34,24 +32,12 @@ from prefect.artifacts import (
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
+from flows.artifacts import embed_png
 from flows.atomic import atomic_path, atomic_write_text
+from flows.config import PolicyConfig
 from flows.errors import InputError
+from flows.policy import Sampler, make_sampler
 from flows.store import DatasetStore, m1_home
-
-Sampler = Callable[[Sequence[str], int], list[list[str]]]  # prompts, k -> k responses per prompt
-
-
-class PolicySpec(BaseModel):
-    """Where responses come from."""
-
-    kind: Literal["endpoint", "checkpoint"] = "endpoint"
-    endpoint: str | None = Field(None, description="OpenAI-compatible base URL (…/v1)")
-    model: str = "default"
-    api_key: str | None = None
-    checkpoint: str | None = Field(None, description="m1model checkpoint folder with tokenizer files")
-    max_tokens: int = Field(2048, ge=1)
-    temperature: float = Field(1.0, ge=0)
-    concurrency: int = Field(8, ge=1, description="parallel HTTP requests")
 
 
 class CalibrationParams(BaseModel):
@@ -147,8 +133,7 @@ def markdown_report(rows: list[dict[str, Any]], bands: dict[str, Band], k: int, 
         ]
         lines.append(f"| {task} | {band_text} | " + " | ".join(cells) + " |")
     if image is not None:
-        encoded = base64.b64encode(image.read_bytes()).decode()
-        lines += ["", f"Heat map: `{image}`", "", f"![pass rate heat map](data:image/png;base64,{encoded})"]
+        lines += ["", f"Heat map: `{image}`", "", embed_png(image, "pass rate heat map")]
     return "\n".join(lines)
 
 
@@ -179,79 +164,6 @@ def heatmap_png(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-# -- policies ------------------------------------------------------------------------------------------
-
-
-def endpoint_sampler(spec: PolicySpec) -> Sampler:
-    """k chat completions per prompt from an OpenAI-compatible server (asks for n=k, tops up if the
-    server returns fewer choices)."""
-    import httpx
-
-    if not spec.endpoint:
-        raise InputError("policy: kind 'endpoint' needs an endpoint URL")
-    url = spec.endpoint.rstrip("/") + "/chat/completions"
-    headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
-
-    def one(client: httpx.Client, prompt: str, k: int) -> list[str]:
-        out: list[str] = []
-        while len(out) < k:
-            body = {
-                "model": spec.model,
-                "messages": [{"role": "user", "content": prompt}],
-                "n": k - len(out),
-                "max_tokens": spec.max_tokens,
-                "temperature": spec.temperature,
-            }
-            response = client.post(url, json=body, headers=headers)
-            response.raise_for_status()
-            choices = response.json().get("choices") or []
-            if not choices:
-                raise RuntimeError(f"{url}: response without choices")
-            out += [(c.get("message") or {}).get("content") or "" for c in choices]
-        return out[:k]
-
-    def sample(prompts: Sequence[str], k: int) -> list[list[str]]:
-        with httpx.Client(timeout=600) as client, ThreadPoolExecutor(spec.concurrency) as pool:
-            return list(pool.map(lambda p: one(client, p, k), prompts))
-
-    return sample
-
-
-def checkpoint_sampler(spec: PolicySpec) -> Sampler:
-    """k samples per prompt from an m1model checkpoint (its own tokenizer files) through m1model.Engine."""
-    folder = Path(spec.checkpoint or "")
-    if not (folder / "config.json").is_file():
-        raise InputError(f"{folder}: not an m1model checkpoint folder (no config.json)")
-    from transformers import AutoTokenizer
-
-    from m1model import Engine, M1ForCausalLM, SamplingParams
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{folder}: checkpoint has no usable tokenizer files ({exc})") from None
-    model = M1ForCausalLM.from_pretrained(folder).eval()
-    engine = Engine(model)
-    stop = tuple(t for t in (tokenizer.eos_token_id,) if t is not None)
-
-    def sample(prompts: Sequence[str], k: int) -> list[list[str]]:
-        ids = [tokenizer(p)["input_ids"] or [tokenizer.eos_token_id or 0] for p in prompts]
-        vocab = model.config.vocab_size
-        ids = [[t if t < vocab else 0 for t in p] for p in ids]
-        params = SamplingParams(
-            temperature=spec.temperature, max_tokens=spec.max_tokens, stop_token_ids=stop, seed=0
-        )
-        done = engine.generate([p for p in ids for _ in range(k)], params)
-        texts = [tokenizer.decode(c.token_ids, skip_special_tokens=True) for c in done]
-        return [texts[i * k : (i + 1) * k] for i in range(len(prompts))]
-
-    return sample
-
-
-def make_sampler(spec: PolicySpec) -> Sampler:
-    return endpoint_sampler(spec) if spec.kind == "endpoint" else checkpoint_sampler(spec)
-
-
 # -- the calibration itself --------------------------------------------------------------------------
 
 
@@ -271,7 +183,7 @@ def calibrate(
             for d in levels
             for i in range(params.instances)
         ]
-        responses = sampler([inst.prompt for _, inst in instances], params.k)
+        responses = sampler.sample([inst.prompt for _, inst in instances], params.k)
         for (d, inst), samples in zip(instances, responses, strict=True):
             scores = [task.verify(inst.puzzle, text)[0] for text in samples]
             rewards.setdefault((name, d), []).append(scores)
@@ -285,7 +197,7 @@ def save(
     rows: list[dict[str, Any]],
     bands: dict[str, Band],
     params: CalibrationParams,
-    policy: PolicySpec,
+    policy: PolicyConfig,
     home: Path | None = None,
 ) -> dict[str, Any]:
     """Write the bands JSON, the per-cell table (dataset store) and the heat map; return their paths."""
@@ -294,7 +206,7 @@ def save(
     root = (home or m1_home()) / "logic"
     bands_path = root / "bands.json"
     record = {
-        "policy": policy.model_dump(exclude={"api_key"}),
+        "policy": policy.model_dump(mode="json"),
         "params": params.model_dump(),
         "bands": {task: asdict(band) for task, band in bands.items()},
     }
@@ -331,7 +243,7 @@ def load_bands(home: Path | None = None) -> dict[str, Band]:
 
 @prefect_task(cache_policy=NO_CACHE)  # sampling is random by design: a rerun measures the policy afresh
 def sample_and_score(
-    policy: PolicySpec, params: CalibrationParams
+    policy: PolicyConfig, params: CalibrationParams
 ) -> tuple[list[dict[str, Any]], dict[str, Band]]:
     sampler = make_sampler(policy)
     artifact = create_progress_artifact(0.0, description="logic calibration: tasks done")
@@ -339,7 +251,7 @@ def sample_and_score(
 
 
 @flow(name="logic-calibration", log_prints=True)
-def logic_calibration(policy: PolicySpec, params: CalibrationParams) -> dict[str, Any]:
+def logic_calibration(policy: PolicyConfig, params: CalibrationParams) -> dict[str, Any]:
     """Estimate pass@k per logic task and difficulty for a policy; store each task's training band."""
     rows, bands = sample_and_score(policy, params)
     result = save(rows, bands, params, policy)

@@ -1,27 +1,40 @@
-"""The whole DAG as one Prefect flow: curate -> model -> SFT warm start -> CISPO -> eval -> report.
+"""The whole DAG, `m1 run`: the real flows, each called as a subflow (its own run in the Prefect UI):
 
-`m1 run` runs it on the bundled synthetic math data (flows/data/synthetic_math.py) so that every
-filter visibly removes the rows planted for it. Each step is a Prefect task; data steps are the pure
-functions of flows/curate, training is flows/train. The flow only wires them together.
+    curate -> logic tasks -> code tasks -> SWE tasks -> general tasks + judge -> SFT warm start
+           -> pass-rate filter -> evaluate (before) -> every curriculum stage -> evaluate (after) -> report
+
+No step exists twice: the subflows are the ones `m1 curate run`, `m1 tasks ...`, `m1 train curriculum`
+and the deployments run. A producer switched off in config (e.g. `swe.enabled = false`) is absent from
+the DAG, and the curriculum drops what only it would have supplied; the report says so.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-import random
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NONE
 
+from flows.artifacts import artifact_key
 from flows.atomic import atomic_write_text
-from flows.config import DataConfig, PipelineConfig
+from flows.config import PipelineConfig
+from flows.datasets import CODE, CURATED, GENERAL, SWE, SYNLOGIC, dataset_name, produced
+from flows.errors import InputError
 from flows.report import RunReport
-from flows.schema import require_columns, validate_items
-from flows.store import DatasetStore, StepCount
+from flows.runner import shared_cluster
+from flows.store import DatasetStore
 
+# Each dataset kind's producing flow, "module:function" (imported only when switched on).
+PRODUCERS = {
+    SYNLOGIC: "flows.tasks.logic:logic_tasks",
+    CODE: "flows.tasks.code:code_tasks",
+    SWE: "flows.swe.flow:swe_tasks",
+    GENERAL: "flows.genrm.flow:general_tasks",
+}
 PLANTED_BY_STEP = {
     "exact-dedup": "exact",
     "minhash-dedup": "near",
@@ -30,202 +43,122 @@ PLANTED_BY_STEP = {
 }
 
 
-def load_input(cfg: DataConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The RL items (generated, or read from `cfg.input_path`) split into (valid, quarantined).
-
-    A file that cannot be read as items at all (missing, broken JSON, missing columns) is an InputError:
-    `m1 run` checks this before anything is written, so no partial output is left in the store.
-    """
-    if cfg.input_path is None:
-        from flows.data.synthetic_math import generate_for
-
-        return validate_items(generate_for(cfg), where="synthetic-math")
-    from flows.curate.ingest import read_table
-
-    path = Path(cfg.input_path)
-    return validate_items(read_table(path, strict=True), where=str(path))
-
-
-def load_benchmarks(cfg: DataConfig) -> dict[str, pl.DataFrame]:
-    from flows.curate.ingest import read_table
-    from flows.data.synthetic_math import load_benchmark
-
-    benches = {"tiny_benchmark": load_benchmark()}
-    for p in cfg.benchmark_paths:
-        benches[Path(p).stem] = read_table(Path(p), strict=True)
-    return benches
+def producer(kind: str) -> Callable[[PipelineConfig], dict]:
+    module, name = PRODUCERS[kind].split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def preflight(config: PipelineConfig) -> None:
-    """Read every input once so bad files fail fast, with one clear line, before the flow writes."""
-    load_input(config.data)
-    for name, df in load_benchmarks(config.data).items():
-        require_columns(df, ["prompt"], where=f"benchmark {name}")
+    """Read every input once so that bad files and settings fail fast, with one clear line, before
+    anything is written."""
+    from flows.curate.flow import benchmarks, sources
+    from flows.curate.ingest import load_items
+    from flows.curriculum.stage import active_curriculum
+
+    for s in sources(config):
+        got = load_items(
+            s.path, source=s.name, mapping=s.mapping, domain=s.domain, task=s.task, split=s.split
+        )
+        if got.items.height == 0:
+            first = got.quarantined["reason"][0] if got.quarantined.height else "the file is empty"
+            raise InputError(
+                f"{s.path}: no valid items ({got.quarantined.height} rows quarantined; first: {first})"
+            )
+    benchmarks(config.data)
+    active_curriculum(config)
+    for kind in PRODUCERS:
+        if produced(config, kind) and (
+            check := getattr(importlib.import_module(PRODUCERS[kind].split(":")[0]), "preflight", None)
+        ):
+            check(config)  # e.g. unknown logic tasks, no usable calibration band, no sandbox
 
 
-@task(name="ingest")
-def ingest(cfg: DataConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
-    return load_input(cfg)
-
-
-@task(name="curate")
-def curate(items: pl.DataFrame, config: PipelineConfig) -> tuple[pl.DataFrame, list[StepCount], pl.DataFrame]:
-    """exact dedup -> MinHash near-dup -> n-gram contamination -> answer parseability."""
-    from flows.curate import decontaminate, exact_dedup, extract_answers, minhash_dedup
-
-    c = config.curate
-    results = []
-    df = items
-    benchmarks = load_benchmarks(config.data)
-    for run in (
-        exact_dedup,
-        lambda d: minhash_dedup(
-            d, threshold=c.minhash_threshold, num_perm=c.minhash_num_perm, shingle_size=c.shingle_size
-        ),
-        lambda d: decontaminate(d, benchmarks, ngram=c.contamination_ngram),
-        extract_answers,
-    ):
-        res = run(df)
-        results.append(res)
-        df = res.kept
-    removed = pl.concat(
-        [
-            r.removed.select(*items.columns, "reason").with_columns(pl.lit(r.count.step).alias("step"))
-            for r in results
-        ],
-        how="vertical_relaxed",
+def planted_counts(quarantine: pl.DataFrame | None, steps: list[dict]) -> dict[str, int]:
+    """Rows the bundled generator planted for each filter (what that filter must remove)."""
+    if quarantine is None:
+        return {}
+    kinds = quarantine["metadata"].map_elements(
+        lambda m: json.loads(m).get("planted"), return_dtype=pl.String
     )
-    return df, [r.count for r in results], removed
-
-
-def planted_counts(items: pl.DataFrame) -> dict[str, int]:
-    planted = items["metadata"].map_elements(lambda m: json.loads(m).get("planted"), return_dtype=pl.String)
-    counts = planted.value_counts()
+    counts = kinds.value_counts()
     by_kind = dict(zip(counts[counts.columns[0]].to_list(), counts["count"].to_list(), strict=True))
-    return {step: by_kind.get(kind, 0) for step, kind in PLANTED_BY_STEP.items()}
+    present = {s["step"] for s in steps}
+    return {step: by_kind.get(kind, 0) for step, kind in PLANTED_BY_STEP.items() if step in present}
 
 
-def split_eval(df: pl.DataFrame, n_eval: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    ids = sorted(df["id"].to_list())
-    random.Random(seed).shuffle(ids)
-    held = set(ids[: min(n_eval, len(ids) // 4)])
-    mask = df["id"].is_in(list(held))
-    return df.filter(~mask), df.filter(mask)
+def cache_note(tasks: list) -> str:
+    return f"{sum(state == 'Cached' for _, state in tasks)} of {len(tasks)}" if tasks else ""
 
 
-@flow(name="m1-pipeline", log_prints=True)
+@flow(name="m1-pipeline", flow_run_name="{config.name}", log_prints=True)
 def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
-    """Run the whole pipeline on one machine; returns the run report as a dict."""
+    """Run the whole DAG on one machine; returns the run report as a dict."""
+    from flows.curate.flow import curate_flow, pass_rate_flow
+    from flows.evaluate import evaluate
+    from flows.train import train_curriculum, warm_start
+
     logger = get_run_logger()
     store = DatasetStore(config.home)
     report = RunReport(name=config.name)
 
-    items, quarantined = ingest(config.data)
-    report.quarantined = quarantined.height
-    curated, steps, removed = curate(items, config)
-    report.steps = steps
-    if config.data.input_path is None:
-        report.planted = planted_counts(items)
-    rejected = pl.concat(
-        [quarantined.with_columns(pl.lit("ingest").alias("step")), removed], how="vertical_relaxed"
-    )
-    manifest = store.write(
-        f"{config.name}-curated",
-        curated,
-        steps=steps,
-        quarantine=rejected,
-        params=config.data.model_dump() | config.curate.model_dump(),
-    )
-    report.datasets.append(manifest.ref)
-    logger.info("curated %d of %d items into %s", curated.height, items.height, manifest.ref)
+    with shared_cluster(config.runner) as runner:  # one Dask cluster for every data subflow
+        data_config = config.model_copy(update={"runner": runner})
+        curated = curate_flow(data_config, pass_rate=False)
+        report.curation = curated["manifest"]
+        report.add_dataset("m1-curate", curated["manifest"], cache_note(curated["tasks"]))
+        if not (config.curate.sources or config.data.input_path):
+            report.planted = planted_counts(
+                store.quarantine(dataset_name(config.name, CURATED)), report.curation["steps"]
+            )
+        for kind in PRODUCERS:
+            if produced(config, kind):
+                flow_fn = producer(kind)
+                out = flow_fn(data_config)
+                report.add_dataset(flow_fn.name, out["manifest"], cache_note(out.get("tasks", [])))
+                if section := out.get("report"):
+                    report.sections.append(section)
+            else:
+                report.notes.append(f"{kind}: switched off ({PRODUCERS[kind]} not run)")
 
-    train_items, eval_items = split_eval(curated, config.eval.n_items, config.data.seed)
-    report.eval_items = eval_items.height
-    _train(config, train_items, eval_items, report, store)
+    base = warm_start(config)
+    datasets = [
+        d for d in (dataset_name(config.name, k) for k in (CURATED, SYNLOGIC, CODE)) if store.latest(d)
+    ]
+    if config.curate.pass_rate.enabled:
+        with shared_cluster(config.runner) as runner:
+            filtered = pass_rate_flow(
+                config.model_copy(update={"runner": runner}), datasets, default_policy=base["base"]
+            )
+        for manifest in filtered["manifests"].values():
+            report.add_dataset("m1-pass-rate", manifest, cache_note(filtered["tasks"]))
+    else:
+        report.notes.append("pass-rate filtering: off (curate.pass_rate.enabled = false)")
+
+    report.before = evaluate(config, base["base"], "before")["rates"]
+    report.stages = train_curriculum(config)
+    final = report.stages[-1]["final"] if report.stages else base["base"]
+    after = evaluate(config, final, "after")
+    report.after = after["rates"]
+    report.add_table(
+        "SWE repair rollouts",
+        after["swe"],
+        "The final policy's greedy answers to a few SWE repair tasks, scored by the repair reward in the "
+        "tasks' containers, each beside its gold patch scored the same way.",
+    )
 
     markdown = report.to_markdown()
-    run_dir = store.root / "runs" / config.name
-    atomic_write_text(run_dir / "report.md", markdown)
-    create_markdown_artifact(markdown, key=_artifact_key(config.name), description="m1 run report")
-    print(markdown)
-    return report.__dict__ | {"steps": [s.__dict__ for s in report.steps]}
-
-
-def _artifact_key(name: str) -> str:
-    return "run-report-" + "".join(ch if ch.isalnum() else "-" for ch in name.lower())
-
-
-@task(name="build-model", cache_policy=NONE)
-def build_model_and_tokenizer(config: PipelineConfig, train_items: pl.DataFrame):
-    """A BPE tokenizer trained on the curated corpus and a fresh tiny hybrid model."""
-    from flows.curriculum.prompts import answer_text, prompt_text
-    from flows.train import build_model
-    from m1model import train_tokenizer
-
-    rows = train_items.to_dicts()
-    tokenizer = train_tokenizer(
-        [prompt_text(r) + answer_text(r) for r in rows], vocab_size=config.model.vocab_size
+    atomic_write_text(store.root / "runs" / config.name / "report.md", markdown)
+    create_markdown_artifact(
+        markdown, key=artifact_key("run-report", config.name), description="m1 run report"
     )
-    return build_model(config.model, tokenizer), tokenizer
-
-
-@task(name="evaluate", cache_policy=NONE)
-def evaluate(model, tokenizer, eval_items: pl.DataFrame, max_new_tokens: int) -> float:
-    from flows.train import pass_rate
-
-    return pass_rate(model, tokenizer, eval_items, max_new_tokens)
-
-
-@task(name="sft-and-cispo", cache_policy=NONE)
-def train(model, tokenizer, train_items: pl.DataFrame, config: PipelineConfig):
-    from prefect.artifacts import create_progress_artifact, update_progress_artifact
-
-    from flows.train import warm_start_and_rl
-
-    tc = config.train
-    total = max(tc.sft_steps + tc.rl_steps, 1)
-    artifact = create_progress_artifact(0.0, description="SFT warm start + RL steps done")
-    logger = get_run_logger()
-    done = 0
-
-    def on_step(phase: str, m: dict) -> None:
-        nonlocal done
-        done += 1
-        update_progress_artifact(artifact, progress=100.0 * done / total)
-        if phase == "rl":
-            logger.info(
-                "%s step %d/%d: reward %.3f, loss %s",
-                tc.algorithm,
-                int(m["step"]),
-                tc.rl_steps,
-                m["reward_mean"],
-                f"{m['loss']:.4f}" if "loss" in m else "skipped (no signal)",
-            )
-        elif done % 25 == 0 or done == tc.sft_steps:
-            logger.info("sft step %d/%d: loss %.4f", done, tc.sft_steps, m["loss"])
-
-    return warm_start_and_rl(model, tokenizer, train_items, tc, on_step=on_step)
-
-
-@task(name="save-checkpoint", cache_policy=NONE)
-def save_checkpoint(model, tokenizer, folder: Path) -> str:
-    from flows.train import save_policy
-
-    return str(save_policy(model, tokenizer, folder))
-
-
-def _train(config: PipelineConfig, train_items, eval_items, report: RunReport, store: DatasetStore) -> None:
-    import torch
-
-    from flows.train import use_threads
-
-    use_threads(config.train)
-    model, tokenizer = build_model_and_tokenizer(config, train_items)
-    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    report.pass_rate_before = evaluate(model, tokenizer, eval_items, config.eval.max_new_tokens)
-    result = train(model, tokenizer, train_items, config)
-    report.sft_losses = [m["loss"] for m in result.sft]
-    report.rl_metrics = result.rl
-    report.weights_changed = any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
-    report.pass_rate_after = evaluate(model, tokenizer, eval_items, config.eval.max_new_tokens)
-    report.checkpoint = save_checkpoint(model, tokenizer, store.root / "runs" / config.name / "model")
+    logger.info("report: %s", Path(store.root / "runs" / config.name / "report.md"))
+    return {
+        "report": str(store.root / "runs" / config.name / "report.md"),
+        "subflows": report.subflows,
+        "stages": report.stages,
+        "before": report.before,
+        "after": report.after,
+        "notes": report.notes,
+        "source_columns": report.curation["params"].get("source_columns", []),
+        "final": final,
+    }

@@ -1,75 +1,104 @@
-"""The run report: what each filter removed, how training went, pass rate before and after."""
+"""The run report of `m1 run`: every subflow with its rows in and out, the curriculum's per-stage curves,
+and the held-out pass rate before and after training."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from flows.store import StepCount
+from flows.artifacts import embed_png
 
 
 @dataclass
 class RunReport:
     name: str
-    steps: list[StepCount] = field(default_factory=list)
+    subflows: list[dict[str, Any]] = field(default_factory=list)  # {flow, dataset, rows in, rows out, ...}
+    curation: dict[str, Any] = field(default_factory=dict)  # the curated dataset's manifest
     planted: dict[str, int] = field(default_factory=dict)  # step -> planted rows it should remove
-    quarantined: int = 0
-    datasets: list[str] = field(default_factory=list)
-    sft_losses: list[float] = field(default_factory=list)
-    rl_metrics: list[dict[str, float]] = field(default_factory=list)
-    pass_rate_before: float | None = None
-    pass_rate_after: float | None = None
-    eval_items: int = 0
-    checkpoint: str = ""
-    weights_changed: bool = False
+    notes: list[str] = field(default_factory=list)
+    stages: list[dict[str, Any]] = field(default_factory=list)  # train-stage summaries
+    before: dict[str, float] = field(default_factory=dict)  # held-out pass rates of the base
+    after: dict[str, float] = field(default_factory=dict)  # ... and of the last stage's model
+    sections: list[str] = field(default_factory=list)  # markdown from optional subflows (SWE, GenRM)
+
+    def add_table(self, title: str, rows: list[dict[str, Any]], note: str = "") -> None:
+        """A section with a markdown table of ``rows`` (dicts with the same keys)."""
+        if not rows:
+            return
+        keys = list(rows[0])
+        lines = [f"## {title}", "", *([note, ""] if note else []), "| " + " | ".join(keys) + " |"]
+        lines.append("|" + "---|" * len(keys))
+        lines += ["| " + " | ".join(str(r.get(k, "")) for k in keys) + " |" for r in rows]
+        self.sections.append("\n".join(lines) + "\n")
+
+    def add_dataset(self, flow: str, manifest: dict[str, Any], cached: str = "") -> None:
+        steps = manifest.get("steps") or []
+        rows_in = steps[0]["rows_in"] if steps else manifest["rows"]
+        self.subflows.append(
+            {
+                "flow": flow,
+                "dataset": f"{manifest['name']}@v{manifest['version']}",
+                "rows in": rows_in,
+                "rows out": manifest["rows"],
+                "quarantined": manifest.get("quarantined", 0),
+                "cached": cached,
+            }
+        )
 
     def to_markdown(self) -> str:
-        lines = [
-            f"# m1 run report: {self.name}",
-            "",
-            "## Data curation",
-            "",
-            "| step | rows in | rows out | removed | planted | why |",
-            "|---|---:|---:|---:|---:|---|",
-        ]
-        for s in self.steps:
-            planted = self.planted.get(s.step)
-            lines.append(
-                f"| {s.step} | {s.rows_in} | {s.rows_out} | {s.removed} | "
-                f"{'' if planted is None else planted} | {s.reason} |"
-            )
+        lines = [f"# m1 run report: {self.name}", "", "## Subflows", ""]
         lines += [
-            "",
-            f"Quarantined at ingest: {self.quarantined}.",
-            f"Datasets: {', '.join(self.datasets) or '-'}",
-            "",
-            "## Training",
-            "",
+            "| subflow | dataset | rows in | rows out | quarantined | tasks from cache |",
+            "|---|---|---:|---:|---:|---|",
         ]
-        if self.sft_losses:
+        for s in self.subflows:
             lines.append(
-                f"SFT warm start: {len(self.sft_losses)} steps, loss {self.sft_losses[0]:.3f} -> "
-                f"{self.sft_losses[-1]:.3f}."
+                f"| {s['flow']} | {s['dataset']} | {s['rows in']} | {s['rows out']} | {s['quarantined']} | {s['cached']} |"
             )
-        if self.rl_metrics:
-            keys = [
-                k
-                for k in ("loss", "reward_mean", "is_weight_mean", "clip_fraction", "response_len")
-                if k in self.rl_metrics[0]
+        lines += ["", *[f"- {n}" for n in self.notes]]
+        if self.curation:
+            lines += [
+                "",
+                "## Data curation",
+                "",
+                "| step | rows in | rows out | removed | planted | why |",
+                "|---|---:|---:|---:|---:|---|",
             ]
-            lines += ["", "| RL step | " + " | ".join(keys) + " |", "|---:|" + "---:|" * len(keys)]
-            for i, m in enumerate(self.rl_metrics):
-                lines.append(f"| {i + 1} | " + " | ".join(f"{m[k]:.4g}" for k in keys) + " |")
-        lines += [
-            "",
-            f"Weights changed by training: {'yes' if self.weights_changed else 'NO'}.",
-            f"Checkpoint: `{self.checkpoint}`",
-            "",
-            "## Evaluation",
-            "",
-        ]
-        if self.pass_rate_before is not None:
-            lines.append(
-                f"Pass rate on {self.eval_items} held-out items: {self.pass_rate_before:.1%} before "
-                f"training, {self.pass_rate_after:.1%} after."
-            )
-        return "\n".join(lines) + "\n"
+            for s in self.curation.get("steps", []):
+                planted = self.planted.get(s["step"])
+                lines.append(
+                    f"| {s['step']} | {s['rows_in']} | {s['rows_out']} | {s['removed']} | "
+                    f"{'' if planted is None else planted} | {s['reason']} |"
+                )
+        lines += ["", "## Curriculum", ""]
+        if self.stages:
+            lines += [
+                "| stage | steps | reward first | reward last | held-out start | held-out end | warnings |",
+                "|---|---:|---:|---:|---:|---:|---|",
+            ]
+            for s in self.stages:
+                fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+                pct = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
+                lines.append(
+                    f"| {s['stage']} | {s['steps']} | {fmt(s['reward_first'])} | {fmt(s['reward_last'])} | "
+                    f"{pct(s.get('val_start'))} | {pct(s.get('val_end'))} | {'; '.join(s.get('warnings', [])) or ''} |"
+                )
+            for s in self.stages:
+                for plot in s.get("plots", []):
+                    lines += [
+                        "",
+                        f"### {s['stage']}: {plot.rsplit('/', 1)[-1]}",
+                        "",
+                        embed_png(plot, s["stage"]),
+                    ]
+        lines += ["", "## Evaluation (held-out items training never saw)", ""]
+        keys = sorted(set(self.before) | set(self.after), key=lambda k: (k != "val/all", k))
+        if keys:
+            lines += ["| set | before training | after training |", "|---|---:|---:|"]
+            for key in keys:
+                pct = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
+                lines.append(
+                    f"| {key.removeprefix('val/')} | {pct(self.before.get(key))} | {pct(self.after.get(key))} |"
+                )
+        lines += ["", *self.sections]
+        return "\n".join(lines).rstrip() + "\n"

@@ -69,13 +69,3 @@ def validate_items(df: pl.DataFrame, *, where: str = "items") -> tuple[pl.DataFr
     valid = checked.filter(pl.col(QUARANTINE_REASON).is_null()).drop(QUARANTINE_REASON)
     bad = checked.filter(pl.col(QUARANTINE_REASON).is_not_null())
     return valid, bad
-
-
-def empty_items() -> pl.DataFrame:
-    return pl.DataFrame(schema=ITEM_COLUMNS)
-
-
-def quarantine_frame(rows: pl.DataFrame, reason: str | pl.Expr) -> pl.DataFrame:
-    """Tag rows removed by a filter with the reason they were removed."""
-    expr = pl.lit(reason) if isinstance(reason, str) else reason
-    return rows.with_columns(expr.alias(QUARANTINE_REASON))

@@ -55,18 +55,26 @@ def decay_tables(slope: torch.Tensor, block_size: int) -> dict[str, torch.Tensor
     }
 
 
-def save_checkpoint(model, path, tokenizer=None) -> None:
-    from transformers import GenerationConfig
+def _lightning_layers(model) -> Iterator[tuple[str, torch.nn.Module]]:
+    """Lightning-attention modules: the ones carrying a per-head decay ``slope`` (this module stays below
+    modeling.py, which imports it, so it recognises them by that buffer rather than by class)."""
+    for name, module in model.named_modules():
+        if isinstance(getattr(module, "slope", None), torch.Tensor):
+            yield name, module
 
-    from m1model.modeling import LightningAttention
+
+def save_checkpoint(model, path, tokenizer=None, state_dict=None) -> None:
+    """``state_dict``: the weights to write instead of ``model.state_dict()`` (e.g. the whole weights
+    gathered from an FSDP-sharded model)."""
+    from transformers import GenerationConfig
 
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-    for name, module in model.named_modules():
-        if isinstance(module, LightningAttention):
-            for key, table in decay_tables(module.slope.cpu(), model.config.block_size).items():
-                tensors[f"{name}.{key}"] = table  # float32 even in a bf16 checkpoint
+    weights = model.state_dict() if state_dict is None else state_dict
+    tensors = {k: v.detach().contiguous().cpu() for k, v in weights.items()}
+    for name, module in _lightning_layers(model):
+        for key, table in decay_tables(module.slope.cpu(), model.config.block_size).items():
+            tensors[f"{name}.{key}"] = table  # float32 even in a bf16 checkpoint
     config = copy.deepcopy(model.config)
     config.architectures = [HF_ARCHITECTURE]
     config.dtype = str(model.dtype).removeprefix("torch.")
@@ -123,8 +131,6 @@ def _to_disk_layout(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
 
 
 def load_checkpoint(cls, path, dtype: torch.dtype | None = None, device="cpu"):
-    from m1model.modeling import LightningAttention
-
     folder = Path(path)
     if not (folder / "config.json").exists():
         raise FileNotFoundError(f"{folder}: no config.json (not a model checkpoint folder)")
@@ -147,9 +153,9 @@ def load_checkpoint(cls, path, dtype: torch.dtype | None = None, device="cpu"):
                 f"{folder}: {key} has shape {tuple(tensors[key].shape)}, config implies {tuple(target.shape)}"
             )
     model.load_state_dict({k: tensors[k] for k in expected}, strict=True)
-    for name, module in model.named_modules():
+    for name, module in _lightning_layers(model):
         stored = tensors.get(f"{name}.slope_rate")
-        if isinstance(module, LightningAttention) and stored is not None:
+        if stored is not None:
             module.slope = stored.float().flatten()  # a checkpoint's own decay rates win over the formula
     saved_dtype = raw.get("dtype") or raw.get("torch_dtype") or "float32"  # "torch_dtype": transformers 4.x
     return model.to(device=device, dtype=dtype or getattr(torch, saved_dtype, torch.float32)).eval()

@@ -25,6 +25,7 @@ from torch import nn
 
 import kernels
 from m1model.cache import KVBuffer, M1Cache
+from m1model.checkpoint import load_checkpoint, save_checkpoint
 from m1model.config import LIGHTNING, M1Config
 
 
@@ -167,7 +168,11 @@ class SparseMoE(nn.Module):
         token = order // self.top_k
         counts = torch.bincount(flat, minlength=len(self.experts)).tolist()
         routed = x[token].split(counts)
-        outs = [expert(h) for expert, h in zip(self.experts, routed, strict=True) if h.shape[0]]
+        # In training every expert joins the graph, with no tokens too, and gets a (zero) gradient: data-
+        # parallel ranks then reduce the same set of gradients (FSDP2 needs it; DDP needs no search for
+        # unused parameters), and AdamW steps every expert alike on one process and on many.
+        train = torch.is_grad_enabled()
+        outs = [expert(h) for expert, h in zip(self.experts, routed, strict=True) if h.shape[0] or train]
         # Weights are float32 (as in transformers): weight in float32, accumulate in the model dtype.
         y = torch.cat(outs) * top_w.flatten()[order, None]
         return x.new_zeros(x.shape).index_add(0, token, y.to(x.dtype)).view(shape)
@@ -207,8 +212,14 @@ class DecoderLayer(nn.Module):
             a = self.self_attn(h, pad_mask, cache)
         else:
             a = self.self_attn(h, rope, attn_mask, cache)
-        h = self.post_attention_layernorm(h * self.attn_alpha + a * self.attn_beta)
-        return h * self.mlp_alpha + self.block_sparse_moe(h) * self.mlp_beta
+        h = self.post_attention_layernorm(_scaled_sum(h, self.attn_alpha, a, self.attn_beta))
+        return _scaled_sum(h, self.mlp_alpha, self.block_sparse_moe(h), self.mlp_beta)
+
+
+def _scaled_sum(x: torch.Tensor, alpha: float, y: torch.Tensor, beta: float) -> torch.Tensor:
+    """alpha x + beta y, skipping the multiplications by 1 (MiniMax's defaults): a full-size tensor
+    pass each, forward and backward, for a result that is bitwise the same without them."""
+    return (x if alpha == 1 else x * alpha) + (y if beta == 1 else y * beta)
 
 
 class M1Model(nn.Module):
@@ -394,12 +405,9 @@ class M1ForCausalLM(nn.Module):
         cls, path, dtype: torch.dtype | None = None, device: str | torch.device = "cpu"
     ) -> M1ForCausalLM:
         """Load a Hugging Face MiniMax checkpoint folder (ours or one written by transformers)."""
-        from m1model.checkpoint import load_checkpoint
-
         return load_checkpoint(cls, path, dtype=dtype, device=device)
 
-    def save_pretrained(self, path, tokenizer=None) -> None:
-        """Write config.json, generation_config.json, model.safetensors (+ tokenizer files)."""
-        from m1model.checkpoint import save_checkpoint
-
-        save_checkpoint(self, path, tokenizer=tokenizer)
+    def save_pretrained(self, path, tokenizer=None, state_dict=None) -> None:
+        """Write config.json, generation_config.json, model.safetensors (+ tokenizer files); the weights
+        are ``state_dict`` when given (whole weights gathered from a sharded model)."""
+        save_checkpoint(self, path, tokenizer=tokenizer, state_dict=state_dict)

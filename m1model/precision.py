@@ -1,13 +1,21 @@
-"""Training/inference probability mismatch probe (M1 paper, section 3.2, "computational precision").
+"""Training/rollout probability mismatch, the M1 paper's Figure 3 (section 3.2, "computational precision").
 
-RL with importance sampling needs the trainer's pi(token) to agree with the probabilities the rollout
-engine sampled with. MiniMax found the two diverged (correlation ~0.9) and traced it to the LM head's
-precision; computing the head in FP32 brought the correlation to ~0.99.
+RL with importance sampling needs the trainer's pi(token) to agree with the probability the rollout
+engine sampled the token with. MiniMax found the two diverged (correlation ~0.9) and traced it to the LM
+head's precision; computing the head in FP32 brought the correlation to ~0.99.
 
-The probe reproduces that measurement on a checkpoint: the *inference* side is the engine (bf16
-weights, recurrent decode path, KV cache) generating continuations and reporting their log-probs; the
-*training* side is the FP32 full-sequence forward (chunked lightning kernel, fused FP32 log-softmax)
-scoring the same tokens. It runs once with the inference LM head in bf16 and once in FP32.
+The probe isolates that one variable. For the same weights and the same sampled tokens it computes each
+token's probability along the two paths a run actually uses:
+
+- the *rollout path*: the engine's way, prefill of the prompt then one token at a time through the
+  recurrent lightning decode step and the KV cache (teacher-forced with the fixed sampled tokens);
+- the *training path*: one full-sequence forward through the chunked lightning kernel, scored by
+  ``token_logprobs``, as the trainer scores a batch.
+
+Both run the model in the rollout precision (bf16 by default); the only thing that changes between
+the two rows of the probe is the LM head: logits rounded to bf16 ("bf16"), or head and softmax in FP32
+("fp32", `config.fp32_lm_head`). The tokens are sampled once, before either row, so both rows score the
+same tokens.
 """
 
 from __future__ import annotations
@@ -17,17 +25,80 @@ from dataclasses import dataclass
 
 import torch
 
+from m1model.cache import M1Cache
 from m1model.engine import Engine, SamplingParams
 from m1model.modeling import M1ForCausalLM
+
+HEADS = ("bf16", "fp32")
 
 
 @dataclass(frozen=True)
 class ProbeRow:
-    inference_head: str  # "bf16" or "fp32"
+    head: str  # the LM head's precision on both paths: "bf16" or "fp32"
     tokens: int
-    pearson: float  # correlation of per-token probabilities, training vs inference
+    pearson: float  # correlation of per-token probabilities, training path vs rollout path
+    mismatch: float  # share of tokens whose probabilities differ by more than `tolerance`
+    tolerance: float
     mean_abs_diff: float
     max_abs_diff: float
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    rows: list[ProbeRow]
+    # per head: (training-path probabilities, rollout-path probabilities) of every sampled token
+    points: dict[str, tuple[torch.Tensor, torch.Tensor]]
+
+
+@torch.inference_mode()
+def rollout_logprobs(model: M1ForCausalLM, prompt: list[int], tokens: list[int]) -> torch.Tensor:
+    """log pi of each of `tokens` after `prompt`, computed as the engine decodes: prefill, then one
+    token at a time through the cache (the recurrent lightning step, the softmax layers' KV buffer)."""
+    device = model.device
+    cache = M1Cache(reserve=len(tokens))
+    ids = torch.tensor([prompt], device=device)
+    logits = model(ids, cache=cache, use_cache=True, last_only=True).logits[:, -1]
+    out = []
+    for t in tokens:
+        out.append(torch.log_softmax(logits.float(), dim=-1)[0, t])
+        logits = model(torch.tensor([[t]], device=device), cache=cache, use_cache=True).logits[:, -1]
+    return torch.stack(out)
+
+
+@torch.inference_mode()
+def training_logprobs(model: M1ForCausalLM, prompt: list[int], tokens: list[int]) -> torch.Tensor:
+    """log pi of each of `tokens` after `prompt` from one full-sequence forward, as the trainer computes it."""
+    seq = torch.tensor([prompt + tokens], device=model.device)
+    return model.token_logprobs(seq)[0, len(prompt) - 1 :].float()
+
+
+def sample(model: M1ForCausalLM, prompts: list[list[int]], max_tokens: int, seed: int) -> list[list[int]]:
+    params = SamplingParams(temperature=1.0, max_tokens=max_tokens, seed=seed)
+    return [c.token_ids for c in Engine(model).generate(prompts, params)]
+
+
+def with_head(model: M1ForCausalLM, head: str) -> M1ForCausalLM:
+    """A copy of `model` (already in the rollout dtype) whose LM head runs in `head` precision."""
+    if head not in HEADS:
+        raise ValueError(f"head must be one of {HEADS}, got {head!r}")
+    copy_ = copy.deepcopy(model)
+    copy_.config.fp32_lm_head = head == "fp32"
+    return copy_.eval()
+
+
+def compare(p_train: torch.Tensor, p_rollout: torch.Tensor, head: str, tolerance: float) -> ProbeRow:
+    a, b = p_train.double(), p_rollout.double()
+    diff = (a - b).abs()
+    constant = a.numel() < 2 or float(a.std()) == 0 or float(b.std()) == 0
+    return ProbeRow(
+        head=head,
+        tokens=a.numel(),
+        pearson=1.0 if constant else float(torch.corrcoef(torch.stack([a, b]))[0, 1]),
+        mismatch=float((diff > tolerance).double().mean()),
+        tolerance=tolerance,
+        mean_abs_diff=float(diff.mean()),
+        max_abs_diff=float(diff.max()),
+    )
 
 
 def probe_precision(
@@ -35,32 +106,17 @@ def probe_precision(
     prompts: list[list[int]],
     max_tokens: int = 32,
     seed: int = 0,
-    inference_dtype: torch.dtype = torch.bfloat16,
-) -> list[ProbeRow]:
-    """Compare per-token probabilities of sampled continuations: FP32 training forward vs engine in bf16."""
-    train = copy.deepcopy(model).float()
-    train.config.fp32_lm_head = True
-    rows = []
-    for head in ("bf16", "fp32"):
-        infer = copy.deepcopy(model).to(inference_dtype)
-        infer.config.fp32_lm_head = head == "fp32"
-        params = SamplingParams(temperature=1.0, max_tokens=max_tokens, seed=seed)
-        completions = Engine(infer).generate(prompts, params)
-        p_infer, p_train = [], []
-        with torch.no_grad():
-            for prompt, c in zip(prompts, completions, strict=True):
-                seq = torch.tensor([prompt + c.token_ids], device=train.device)
-                p_train.append(train.token_logprobs(seq)[0, len(prompt) - 1 :].exp())
-                p_infer.append(torch.tensor(c.logprobs, device=train.device).exp())
-        a, b = torch.cat(p_train).double(), torch.cat(p_infer).double()
-        diff = (a - b).abs()
-        rows.append(
-            ProbeRow(
-                inference_head=head,
-                tokens=a.numel(),
-                pearson=float(torch.corrcoef(torch.stack([a, b]))[0, 1]),
-                mean_abs_diff=float(diff.mean()),
-                max_abs_diff=float(diff.max()),
-            )
-        )
-    return rows
+    dtype: torch.dtype = torch.bfloat16,
+    tolerance: float = 0.01,
+) -> ProbeResult:
+    """Training path vs rollout path, same weights and tokens, with a bf16 LM head and an FP32 one."""
+    base = copy.deepcopy(model).to(dtype).eval()
+    tokens = sample(with_head(base, "fp32"), prompts, max_tokens, seed)
+    rows, points = [], {}
+    for head in HEADS:
+        m = with_head(base, head)
+        train = torch.cat([training_logprobs(m, p, t) for p, t in zip(prompts, tokens, strict=True)]).exp()
+        roll = torch.cat([rollout_logprobs(m, p, t) for p, t in zip(prompts, tokens, strict=True)]).exp()
+        rows.append(compare(train, roll, head, tolerance))
+        points[head] = (train, roll)
+    return ProbeResult(rows, points)

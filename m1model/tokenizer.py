@@ -5,6 +5,12 @@ take the first ids, matching MiniMaxConfig's defaults (pad 0, bos 1, eos 2), so 
 and the tokenizer agree without bookkeeping. The result is a `transformers.PreTrainedTokenizerFast`,
 saved with the model (`model.save_pretrained(dir, tokenizer)`) and loaded with
 `AutoTokenizer.from_pretrained(dir)` or `load_tokenizer(dir)`.
+
+Chat: `CHAT_TEMPLATE` (a Jinja template in `tokenizer_config.json`, the place `apply_chat_template` reads
+it from) marks each turn with a plain-text role header and ends assistant turns with EOS, so a model
+fine-tuned on ``apply_chat_template(..., add_generation_prompt=True)`` + answer + EOS stops by itself.
+The headers are ordinary text, not new special tokens: the vocabulary of existing checkpoints stays valid,
+and `load_tokenizer` gives checkpoints saved before the template existed the same one.
 """
 
 from __future__ import annotations
@@ -15,6 +21,17 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import PreTrainedTokenizerFast
 
 PAD, BOS, EOS = "<|pad|>", "<|bos|>", "<|eos|>"
+# Written with {{ '...' }} literals: transformers renders templates with trim_blocks, which would eat a
+# newline that follows a block tag.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{{ '<|' + message['role'] + '|>\\n' + message['content'] }}"
+    "{% if message['role'] == 'assistant' %}{{ eos_token }}{% endif %}"
+    "{{ '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"
+)
 
 
 def train_tokenizer(
@@ -58,9 +75,13 @@ def train_tokenizer(
         pad_token=PAD,
         additional_special_tokens=list(additional_special_tokens),
         padding_side="left",  # generation batches pad on the left
+        chat_template=CHAT_TEMPLATE,
     )
 
 
 def load_tokenizer(path) -> PreTrainedTokenizerFast:
-    """The tokenizer saved in a checkpoint folder."""
-    return PreTrainedTokenizerFast.from_pretrained(str(path))
+    """The tokenizer saved in a checkpoint folder (with `CHAT_TEMPLATE` when it was saved without one)."""
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(path))
+    if not tokenizer.chat_template:
+        tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer

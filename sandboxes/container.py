@@ -11,16 +11,25 @@ A stronger wall than the process sandbox, at the cost of a container start per r
 - docker-init as pid 1 (reaps orphans; the run ends when the program's supervisor ends);
 - output read from the attach stream with a byte cap; at the wall deadline or the cap the container
   is killed, and it is always removed, so nothing of the run survives it.
+
+A caller that is interrupted still leaves nothing behind: each live container is registered, and
+`cleanup_on_signals` (SIGINT/SIGTERM) and an atexit hook kill and remove them; a container whose
+caller was killed outright (SIGKILL) ends by itself at its wall deadline (`timeout` inside it) and
+is removed by the next `reap_orphans` on the engine, which knows its owner's pid from a label.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import math
+import os
 import signal
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 from sandboxes import usage
 from sandboxes.base import Sandbox, SandboxUnavailable
@@ -32,22 +41,43 @@ from sandboxes.workspace import META_MOUNT, WORK_MOUNT, Workspace
 
 TMP_SIZE_MB = 64
 LABEL = "m1.sandbox"
+OWNER_LABEL = "m1.owner"  # "<boot id>:<pid>" of the process that created the container
+BACKSTOP_S = 30  # the in-container deadline trails the caller's by this much
+
+
+def engine():
+    """A client of the local Docker engine, or SandboxUnavailable saying how to start it."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise SandboxUnavailable(
+            f"Docker engine not reachable ({exc}); start it with `bash scripts/docker-engine.sh`"
+        ) from None
+    return client
 
 
 class DockerSandbox(Sandbox):
+    """Runs in `image` (default: the debootstrap base image). `tmpfs` adds size-capped private
+    mounts beside /tmp, e.g. ``{"/testbed": 256}`` for a work tree that a run copies in and changes."""
+
     name = "docker"
 
-    def __init__(self, image: str | None = None, cpp: bool = True) -> None:
-        import docker
-
-        try:
-            self.client = docker.from_env(timeout=60)
-            self.client.ping()
-        except docker.errors.DockerException as exc:
-            raise SandboxUnavailable(
-                f"Docker engine not reachable ({exc}); start it with `bash scripts/docker-engine.sh`"
-            ) from None
+    def __init__(
+        self,
+        image: str | None = None,
+        cpp: bool = True,
+        *,
+        client=None,
+        tmpfs: Mapping[str, int] | None = None,
+        cpus: float = 1.0,
+    ) -> None:
+        self.client = client or engine()
         self.image = image or ensure_image(self.client, cpp=cpp)
+        self.tmpfs = {"/tmp": TMP_SIZE_MB, **(tmpfs or {})}
+        self.cpus = cpus
         self._tools: dict[str, bool] = {}
 
     def has_tool(self, tool: str) -> bool:
@@ -75,11 +105,11 @@ class DockerSandbox(Sandbox):
                 str(ws.path): {"bind": WORK_MOUNT, "mode": "rw"},
                 str(ws.meta): {"bind": META_MOUNT, "mode": "rw"},
             },
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={TMP_SIZE_MB}m"},
+            tmpfs={path: f"rw,nosuid,nodev,size={mb}m" for path, mb in self.tmpfs.items()},
             mem_limit=memory,
             memswap_limit=memory,  # equal: no swap, the limit is real memory
             pids_limit=limits.processes,
-            nano_cpus=1_000_000_000,
+            nano_cpus=int(self.cpus * 1_000_000_000),
             ulimits=[
                 Ulimit(name="cpu", soft=cpu, hard=cpu + 1),
                 Ulimit(name="fsize", soft=limits.file_size_mb << 20, hard=limits.file_size_mb << 20),
@@ -91,7 +121,7 @@ class DockerSandbox(Sandbox):
             ipc_mode="private",
             init=True,
             log_config=LogConfig(type="none"),  # output comes through the capped attach stream only
-            labels={LABEL: str(ws.uid)},  # which run a container belongs to
+            labels={LABEL: str(ws.uid), OWNER_LABEL: _OWNER},  # which run and process it belongs to
         )
 
     def run_in(
@@ -109,11 +139,14 @@ class DockerSandbox(Sandbox):
         # stdin is a file the program reads from; `exec` makes the program GNU time's direct child.
         shell = f'exec "$@" < {META_MOUNT}/{stdin_file.name}'
         command = usage.timed(["/bin/sh", "-c", shell, "sh", *argv], report_inside)
+        # The backstop: should this process die without removing the container, it still ends.
+        command = ["timeout", "-s", "KILL", str(math.ceil(limits.wall_s) + BACKSTOP_S), *command]
         output = BoundedOutput(limits.output_bytes)
         try:
             container = self._create(ws, command, limits)
         except docker.errors.DockerException as exc:
             return sandbox_error(f"could not create the container: {exc}")
+        _live[container.id] = container
         try:
             stream = container.attach(stdout=True, stderr=True, stream=True, demux=True, logs=False)
             over_cap = threading.Event()
@@ -135,10 +168,7 @@ class DockerSandbox(Sandbox):
         except docker.errors.DockerException as exc:
             return sandbox_error(f"the container failed: {exc}")
         finally:
-            try:
-                container.remove(force=True)  # kills whatever is left and frees the container
-            except docker.errors.NotFound:
-                pass
+            _remove(container)  # kills whatever is left and frees the container
             stdin_file.unlink(missing_ok=True)
 
         report = usage.parse(report_host.read_text(errors="replace")) if report_host.exists() else None
@@ -177,3 +207,114 @@ def _kill(container) -> None:
         container.kill()
     except docker.errors.APIError:  # already exited
         pass
+
+
+# -- containers of this process: removed on SIGINT/SIGTERM and at exit, orphans reaped later --------------
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown-boot"
+
+
+_OWNER = f"{_boot_id()}:{os.getpid()}"
+_live: dict[str, object] = {}  # container id -> container, while a run holds it
+
+
+def _remove(container) -> None:
+    import docker.errors
+
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:  # 409: removal already in progress (another thread)
+            raise
+    finally:
+        _live.pop(container.id, None)
+
+
+def remove_live() -> int:
+    """Kill and remove every container this process is running now; returns how many."""
+    import docker.errors
+
+    count = 0
+    for container in list(_live.values()):
+        try:
+            _remove(container)
+            count += 1
+        except docker.errors.DockerException:
+            pass
+    return count
+
+
+def _at_exit() -> None:
+    if _live:
+        remove_live()
+
+
+atexit.register(_at_exit)
+
+
+def _fork_reset() -> None:
+    global _OWNER
+    _OWNER = f"{_boot_id()}:{os.getpid()}"
+    _live.clear()  # the parent's containers are the parent's to remove
+
+
+os.register_at_fork(after_in_child=_fork_reset)
+
+
+@contextlib.contextmanager
+def cleanup_on_signals() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM first remove this process's live containers (so worker
+    threads waiting on them return at once), then raise KeyboardInterrupt in the main thread.
+
+    Use it around batch work in a command's main thread; elsewhere it does nothing (Python only
+    lets the main thread set signal handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        remove_live()
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans(client) -> int:
+    """Remove sandbox containers whose owning process is gone (killed before it could remove
+    them, or from before a reboot); returns how many."""
+    import docker.errors
+
+    boot = _boot_id()
+    count = 0
+    for container in client.containers.list(all=True, filters={"label": OWNER_LABEL}):
+        owner_boot, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
+        if owner_boot == boot and pid.isdigit() and _alive(int(pid)):
+            continue
+        try:
+            container.remove(force=True)
+            count += 1
+        except docker.errors.DockerException:
+            pass
+    return count

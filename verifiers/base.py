@@ -38,9 +38,10 @@ class ItemError(ValueError):
     """An item a verifier cannot judge (a missing or malformed field): reward 0 with this message."""
 
 
-def item_field(item: Mapping[str, Any], key: str) -> Any:
+def item_field(item: Mapping[str, Any], key: str, decode: bool = True) -> Any:
     """``item[key]``, else the key inside the item's ``metadata`` (the canonical schema keeps extras
-    there as a JSON string); a value that is itself a JSON string is decoded. None when absent."""
+    there as a JSON string); with `decode`, a value that is itself a JSON string is decoded (off for
+    plain strings such as names). None when absent."""
     value = item.get(key)
     if value is None and item.get("metadata") is not None:
         meta = item["metadata"]
@@ -49,7 +50,7 @@ def item_field(item: Mapping[str, Any], key: str) -> Any:
         except json.JSONDecodeError:
             raise ItemError("`metadata` is not valid JSON") from None
         value = meta.get(key) if isinstance(meta, Mapping) else None
-    if isinstance(value, str):
+    if decode and isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:

@@ -10,7 +10,7 @@ An item has ``response`` (the program, usually in a fenced code block after the 
   ``Solution().fn_name``) and prints the JSON result; the expected value never enters the sandbox.
 
 Optional item fields: ``language`` (``python`` | ``cpp``; else the code fence's tag), ``time_limit_s``,
-``memory_mb``. Verdict per test: AC, WA, TLE, MLE, RE, OLE (output limit), CE (compilation, or a
+``memory_mb``. Like ``tests``, ``fn_name`` and these options may sit in ``metadata`` (canonical items). Verdict per test: AC, WA, TLE, MLE, RE, OLE (output limit), CE (compilation, or a
 Python syntax error). Reward = 1 if all pass, else 0; or the fraction passed with ``partial_credit``.
 """
 
@@ -121,6 +121,11 @@ def values_match(got: Any, want: Any, tolerance: float = 1e-6) -> bool:
     return got == want
 
 
+def _option(item: Mapping[str, Any], key: str) -> Any:
+    """An item's setting, at the top level or in its metadata, as it is (names are not JSON)."""
+    return item_field(item, key, decode=False)
+
+
 def _excerpt(data: bytes | str) -> str:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
@@ -195,12 +200,12 @@ class CodeVerifier:
         return True, "ok"
 
     def _limits(self, item: Mapping[str, Any]) -> Limits:
-        time_limit = float(item.get("time_limit_s") or self.time_limit_s)
+        time_limit = float(_option(item, "time_limit_s") or self.time_limit_s)
         # wall > cpu: a program blocked on nothing still ends; sleeping past it is a TLE too
         return Limits(
             cpu_s=time_limit,
             wall_s=time_limit * 2 + 1,
-            memory_mb=int(item.get("memory_mb") or self.memory_mb),
+            memory_mb=int(_option(item, "memory_mb") or self.memory_mb),
         )
 
     def _judge(self, item: Mapping[str, Any]) -> Reward:
@@ -209,9 +214,9 @@ class CodeVerifier:
             raise ItemError("item has no text `response`")
         all_tests = tests_of(item)
         tests = all_tests[: self.max_tests]
-        fn_name = item.get("fn_name") or item.get("entry_point")
+        fn_name = _option(item, "fn_name") or _option(item, "entry_point")
         style = "function" if fn_name else "stdio"
-        code, language = extract_code(response, item.get("language"))
+        code, language = extract_code(response, _option(item, "language"))
         if language not in LANGUAGES:
             raise ItemError(f"unsupported language {language!r} (supported: {', '.join(LANGUAGES)})")
         if style == "function" and language != "python":

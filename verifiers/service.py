@@ -13,6 +13,7 @@ request: it gets reward 0 and an ``error`` detail like everywhere else, and the 
 
 from __future__ import annotations
 
+import collections
 import json
 import time
 from collections.abc import AsyncIterator
@@ -172,9 +173,12 @@ def create_app(settings: ServiceSettings | None = None, registry: Registry | Non
             rewards = await state["pool"].score(req.verifier, req.options, req.items, timeout)
         finally:
             metrics.inflight.dec(len(req.items))
-        for r in rewards:
-            outcome = "timeout" if r.details.get("timeout") else "error" if "error" in r.details else "ok"
-            metrics.items.labels(req.verifier, outcome).inc()
+        outcomes = collections.Counter(
+            "timeout" if r.details.get("timeout") else "error" if "error" in r.details else "ok"
+            for r in rewards
+        )
+        for outcome, count in outcomes.items():  # one labelled increment per outcome, not per item
+            metrics.items.labels(req.verifier, outcome).inc(count)
         metrics.requests.labels(req.verifier, "200").inc()
         metrics.latency.labels(req.verifier).observe(time.perf_counter() - t0)
         body = {

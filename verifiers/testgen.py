@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from sandboxes import LANGUAGES, Limits, get_sandbox
 from verifiers.code import outputs_match
+from verifiers.endpoint import Endpoint, EndpointError
 
 SYSTEM_PROMPT = (
     "You write test inputs for competitive-programming problems. Reply with a JSON object "
@@ -64,10 +63,6 @@ class Suite:
         }
 
 
-class EndpointError(RuntimeError):
-    """The endpoint could not be used (unreachable, HTTP error, unusable reply)."""
-
-
 def _inputs_from_reply(content: str) -> list[str]:
     """The ``inputs`` list from a reply; tolerates a fenced JSON block around it."""
     fenced = re.search(r"```(?:json)?\s*\n(.*?)```", content, re.DOTALL)
@@ -83,31 +78,16 @@ def _inputs_from_reply(content: str) -> list[str]:
 
 
 def request_inputs(
-    client: httpx.Client, problem: str, *, model: str, n_inputs: int = 10, temperature: float = 0.7
+    endpoint: Endpoint, problem: str, *, n_inputs: int = 10, temperature: float = 0.7
 ) -> list[str]:
     """Ask the endpoint for up to `n_inputs` test inputs for `problem` (chat completions API)."""
-    body = {
-        "model": model,
-        "messages": [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": f"Problem:\n{problem}\n\nWrite {n_inputs} test inputs."},
-        ],
-        "temperature": temperature,
-        "response_format": {"type": "json_object"},
-    }
-    try:
-        reply = client.post("/chat/completions", json=body)
-        reply.raise_for_status()
-        content = reply.json()["choices"][0]["message"]["content"]
-    except httpx.HTTPStatusError as exc:
-        raise EndpointError(
-            f"endpoint answered {exc.response.status_code}: {exc.response.text[:200]}"
-        ) from None
-    except httpx.HTTPError as exc:
-        raise EndpointError(f"endpoint unreachable: {exc}") from None
-    except (KeyError, IndexError, TypeError, ValueError):
-        raise EndpointError("endpoint reply is not a chat completion") from None
-    return _inputs_from_reply(content or "")[:n_inputs]
+    ((content,),) = endpoint.chat(
+        [f"Problem:\n{problem}\n\nWrite {n_inputs} test inputs."],
+        system=SYSTEM_PROMPT,
+        temperature=temperature,
+        response_format={"type": "json_object"},
+    )
+    return _inputs_from_reply(content)[:n_inputs]
 
 
 def build_suite(
@@ -181,19 +161,17 @@ def generate_suite(
     problem: str,
     solutions: Sequence[Solution],
     *,
-    endpoint: str,
-    model: str,
+    endpoint: str | Endpoint,
+    model: str = "default",
     api_key: str | None = None,
     n_inputs: int = 10,
     backend: str = "process",
     limits: Limits | None = None,
     timeout_s: float = 120.0,
 ) -> Suite:
-    """Ask `endpoint` (base URL ending in /v1) for inputs, then keep those the solutions agree on."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    transport = httpx.HTTPTransport(retries=2)  # connection failures only; HTTP errors are reported
-    with httpx.Client(
-        base_url=endpoint.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
-    ) as client:
-        inputs = request_inputs(client, problem, model=model, n_inputs=n_inputs)
+    """Ask `endpoint` (base URL ending in /v1, or an Endpoint) for inputs, then keep those the solutions
+    agree on. Raises EndpointError when the endpoint cannot be used."""
+    if isinstance(endpoint, str):
+        endpoint = Endpoint(endpoint, model, api_key=api_key, timeout=timeout_s, retries=2)
+    inputs = request_inputs(endpoint, problem, n_inputs=n_inputs)
     return build_suite(inputs, solutions, backend=backend, limits=limits)

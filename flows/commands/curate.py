@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from flows.commands.pipeline import SetOpt
 from flows.errors import InputError
 
 if TYPE_CHECKING:
@@ -110,11 +111,12 @@ def ingest(
         name,
         got.items,
         quarantine=got.quarantined,
-        params={"input": str(input), "mapping": mapping},
+        params={"input": str(input), "mapping": got.mapping, "inferred": got.inferred},
         steps=[
             StepCount("ingest", got.rows_read, got.items.height, "broken lines and invalid rows quarantined")
         ],
     )
+    console.print(f"{input}: columns {got.describe_mapping()}", highlight=False)
     console.print(
         f"{input}: {got.rows_read} rows read, {got.items.height} items, {got.quarantined.height} "
         f"quarantined, {got.ids_assigned} ids assigned -> {manifest.ref}",
@@ -213,7 +215,7 @@ def clean(
 ) -> None:
     """Drop empty, garbled, broken-LaTeX, multi-part, proof and binary items; reformulate multiple choice."""
     from flows.curate.clean import clean as run
-    from flows.curate.llm import Endpoint
+    from verifiers.endpoint import Endpoint
 
     df = read_input(input, id_column, ["prompt", "reference"])
     finish(run(df, Endpoint(endpoint, model) if endpoint else None), output, removed)
@@ -246,8 +248,9 @@ def passrate(
     removed: Removed = None,
 ) -> None:
     """Sample k responses per item from a policy, verify them, keep low < pass rate < high."""
-    from flows.curate.llm import Endpoint
-    from flows.curate.passrate import EndpointSampler, EngineSampler, passrate_filter
+    from flows.config import EndpointConfig, PolicyConfig
+    from flows.curate.passrate import passrate_filter
+    from flows.policy import make_sampler
 
     if (endpoint is None) == (checkpoint is None):
         raise InputError("passrate: give exactly one policy: --endpoint URL or --checkpoint DIR")
@@ -256,11 +259,12 @@ def passrate(
     if checkpoint is not None and not (checkpoint / "config.json").exists():
         raise InputError(f"{checkpoint}: not a model checkpoint folder (no config.json)")
     df = read_input(input, id_column, ["prompt"])
-    sampler = (
-        EngineSampler(checkpoint, max_tokens=max_tokens)
-        if checkpoint is not None
-        else EndpointSampler(Endpoint(endpoint, model), api=api, max_tokens=max_tokens)
+    policy = PolicyConfig(
+        checkpoint=str(checkpoint) if checkpoint else None,
+        endpoint=EndpointConfig(url=endpoint, model=model, api=api),
+        max_tokens=max_tokens,
     )
+    sampler = make_sampler(policy)
     finish(
         passrate_filter(df, sampler, k=k, low=low, high=high, id_column=id_column),
         output,
@@ -274,21 +278,21 @@ def run(
     config: Annotated[
         Path | None, typer.Option("--config", "-c", help="Pipeline config (TOML/YAML/JSON).")
     ] = None,
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="Override a field, e.g. curate.shards=4.")
-    ] = None,
-    runner: Annotated[str | None, typer.Option(help="local or dask (overrides curate.runner).")] = None,
+    set_: SetOpt = None,
+    runner: Annotated[str | None, typer.Option(help="local or dask (overrides runner.kind).")] = None,
 ) -> None:
     """The whole curation flow into the dataset store (a Prefect flow run with cached steps)."""
     from rich.table import Table
 
     from flows.config import load_config
     from flows.curate.flow import curate_flow
+    from flows.curate.ingest import describe_mapping
+    from flows.logs import run_flow
     from flows.store import DatasetStore
 
-    overrides = list(set_ or []) + ([f"curate.runner={runner}"] if runner else [])
+    overrides = list(set_ or []) + ([f"runner.kind={runner}"] if runner else [])
     cfg = load_config(config, overrides)
-    out = curate_flow(cfg)
+    out = run_flow(curate_flow, cfg)
     manifest = out["manifest"]
     table = Table(title=f"{manifest['name']}@v{manifest['version']}: {manifest['rows']} items")
     for col in ("step", "in", "out", "removed", "why"):
@@ -296,6 +300,9 @@ def run(
     for s in manifest["steps"]:
         table.add_row(s["step"], str(s["rows_in"]), str(s["rows_out"]), str(s["removed"]), s["reason"])
     Console().print(table)
+    for source in manifest["params"].get("source_columns", []):
+        cols = describe_mapping(source["mapping"], source["inferred"])
+        console.print(f"{source['path']}: columns {cols}", highlight=False)
     cached = sum(state == "Cached" for _, state in out["tasks"])
     console.print(
         f"{cached} of {len(out['tasks'])} tasks resumed from cache; store: {DatasetStore(cfg.home).root}"

@@ -33,27 +33,38 @@ def _task(name: str):
 def list_tasks(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """Every logic task: name, difficulty range, description (and import errors of broken task modules)."""
+    """Every logic task: name, difficulty range, description (and import errors of broken task modules);
+    with reasoning-gym installed (extra `logic`), its datasets as `rg_<name>` too."""
     from verifiers.logic import LOAD_ERRORS, TASKS
+    from verifiers.logic.reasoning_gym_adapter import available, reasoning_gym_task
 
+    tasks = [(t, "built-in") for t in TASKS.values()] + [
+        (reasoning_gym_task(name), "reasoning-gym") for name in available()
+    ]
     rows = [
         {
             "name": t.name,
+            "source": source,
             "min_difficulty": t.difficulties[0],
             "max_difficulty": t.difficulties[-1],
             "levels": {str(d): text for d, text in sorted(t.levels.items())},
             "description": t.description,
         }
-        for t in TASKS.values()
+        for t, source in tasks
     ]
     if as_json:
         typer.echo(json.dumps({"tasks": rows, "load_errors": LOAD_ERRORS}, indent=2))
         return
     table = Table(title=f"{len(rows)} logic tasks")
-    for col in ("name", "difficulty", "description"):
+    for col in ("name", "source", "difficulty", "description"):
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(row["name"], f"{row['min_difficulty']}..{row['max_difficulty']}", row["description"])
+        table.add_row(
+            row["name"],
+            row["source"],
+            f"{row['min_difficulty']}..{row['max_difficulty']}",
+            row["description"],
+        )
     console = Console()
     console.print(table)
     for module, error in LOAD_ERRORS.items():
@@ -113,7 +124,9 @@ def calibrate(
     seed: Annotated[int, typer.Option(min=0)] = 0,
 ) -> None:
     """Estimate pass@k per task and difficulty for a policy and store each task's training band."""
-    from flows.logic_calibration import CalibrationParams, PolicySpec, logic_calibration
+    from flows.config import EndpointConfig, PolicyConfig
+    from flows.logic_calibration import CalibrationParams, logic_calibration
+    from flows.logs import run_flow
 
     if (endpoint is None) == (checkpoint is None):
         raise InputError("give exactly one of --endpoint or --checkpoint")
@@ -126,16 +139,16 @@ def calibrate(
         levels = [int(d) for d in difficulties.split(",") if d.strip()] if difficulties else None
     except ValueError:
         raise InputError(f"--difficulties {difficulties!r}: expected comma-separated integers") from None
-    policy = PolicySpec(
-        kind="endpoint" if endpoint else "checkpoint",
-        endpoint=endpoint,
-        model=model,
+    policy = PolicyConfig(
+        endpoint=EndpointConfig(url=endpoint, model=model),
         checkpoint=str(checkpoint) if checkpoint else None,
         max_tokens=max_tokens,
         temperature=temperature,
     )
-    result = logic_calibration(
-        policy, CalibrationParams(tasks=names, difficulties=levels, k=k, instances=instances, seed=seed)
+    result = run_flow(
+        logic_calibration,
+        policy,
+        CalibrationParams(tasks=names, difficulties=levels, k=k, instances=instances, seed=seed),
     )
     table = Table(title="training bands")
     for col in ("task", "band", "why"):

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from flows.commands.pipeline import SetOpt
 from flows.errors import InputError
 
 app = typer.Typer(no_args_is_help=True)
@@ -38,14 +38,12 @@ def init(
         Path | None,
         typer.Option("--config", "-c", help="Pipeline config; its [model] section sizes the model."),
     ] = None,
-    overrides: Annotated[
-        list[str] | None, typer.Option("--set", help="Override a config field, e.g. model.hidden_size=128.")
-    ] = None,
+    overrides: SetOpt = None,
 ) -> None:
     """A randomly initialised hybrid model and a byte-level BPE tokenizer trained on CORPUS, as an HF checkpoint."""
     from flows.atomic import atomic_dir
     from flows.config import load_config
-    from flows.train import build_model
+    from flows.curriculum.base import build_model
     from m1model import train_tokenizer
 
     if output.exists():
@@ -65,41 +63,91 @@ def init(
     )
 
 
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--{what}: expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise InputError(f"--{what}: expected positive integers, got {text!r}")
+    return values
+
+
 @app.command("probe-precision")
 def probe_precision(
-    checkpoint: Annotated[Path, typer.Option("--checkpoint", help="Checkpoint folder with tokenizer files.")],
-    prompts: Annotated[Path, typer.Option("--prompts", help="UTF-8 text file, one prompt per line.")],
-    max_tokens: Annotated[int, typer.Option(min=1, help="Tokens sampled per prompt.")] = 32,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", help="Probe this checkpoint (with --prompts) instead of the sweep."),
+    ] = None,
+    prompts: Annotated[
+        Path | None, typer.Option("--prompts", help="UTF-8 text file, one prompt per line.")
+    ] = None,
+    hidden: Annotated[str, typer.Option(help="Sweep: model widths, comma-separated.")] = "64,256,512",
+    vocab: Annotated[str, typer.Option(help="Sweep: vocabulary sizes, comma-separated.")] = "512,8192",
+    logit_std: Annotated[
+        str, typer.Option(help="Sweep: LM-head logit std to scale to, comma-separated (0: as initialised).")
+    ] = "0,16",
+    n_prompts: Annotated[int, typer.Option(min=1, help="Sweep: random prompts per model.")] = 6,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Tokens sampled per prompt.")] = 24,
+    tolerance: Annotated[
+        float, typer.Option(min=0, help="|dp| above which a token counts as mismatched.")
+    ] = 0.01,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Folder for precision.md and scatter.png.")
+    ] = None,
 ) -> None:
-    """Correlation of per-token probabilities: bf16 inference engine vs FP32 training forward, bf16 vs FP32 LM head."""
-    from safetensors import SafetensorError
+    """Training vs rollout path probabilities of the same tokens, bf16 vs FP32 LM head (paper Figure 3)."""
+    import torch
+    from rich.markdown import Markdown
 
-    from m1model import M1ForCausalLM
+    from flows.atomic import atomic_write_text
+    from flows.experiments import precision as lib
     from m1model.precision import probe_precision as probe
-    from m1model.tokenizer import load_tokenizer
 
-    if not (checkpoint / "config.json").is_file():
-        raise InputError(f"{checkpoint}: not a checkpoint folder (no config.json)")
-    if not (checkpoint / "tokenizer.json").is_file():
-        raise InputError(f"{checkpoint}: no tokenizer.json (save the model with its tokenizer)")
-    texts = read_lines(prompts, "prompts")
-    try:
-        tokenizer = load_tokenizer(checkpoint)
-        model = M1ForCausalLM.from_pretrained(checkpoint)
-    except (ValueError, OSError, SafetensorError) as exc:  # malformed config or weights, unreadable files
-        raise InputError(f"{checkpoint}: cannot load the checkpoint: {exc}") from None
-    ids = [tokenizer(t).input_ids for t in texts]
-    rows = probe(model, ids, max_tokens=max_tokens, seed=seed)
-    table = Table(title=f"train (FP32) vs inference (bf16 engine): {len(ids)} prompts x {max_tokens} tokens")
-    for col in ("inference LM head", "tokens", "Pearson r", "mean |dp|", "max |dp|"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(
-            r.inference_head,
-            str(r.tokens),
-            f"{r.pearson:.5f}",
-            f"{r.mean_abs_diff:.2e}",
-            f"{r.max_abs_diff:.2e}",
+    torch.set_num_threads(1)
+    console = Console()
+    results: list[tuple[str, object]] = []
+    if checkpoint is not None:
+        model, tokenizer = _load_checkpoint(checkpoint, prompts)
+        ids = [tokenizer(t).input_ids for t in read_lines(prompts, "prompts")]
+        results.append(
+            (checkpoint.name, probe(model, ids, max_tokens=max_tokens, seed=seed, tolerance=tolerance))
         )
-    Console().print(table)
+        note = f"{len(ids)} prompts x {max_tokens} tokens"
+    else:
+        grid = lib.settings(
+            _ints(hidden, "hidden"),
+            _ints(vocab, "vocab"),
+            [float(x) for x in logit_std.split(",") if x.strip()],
+        )
+        with console.status("") as status:
+            for i, s in enumerate(grid):
+                status.update(f"probing {s.label} ({i + 1}/{len(grid)})")
+                prompts_ = lib.random_prompts(s.vocab, n_prompts)
+                results.append(
+                    (s.label, probe(lib.random_model(s), prompts_, max_tokens, seed, tolerance=tolerance))
+                )
+        note = f"{n_prompts} random prompts x {max_tokens} tokens per setting"
+    text = lib.markdown(results, tolerance, note)
+    console.print(Markdown(text))
+    if output is not None:
+        # the paper's scatter for the setting where the heads differ most
+        label, shown = max(results, key=lambda lr: lr[1].rows[1].pearson - lr[1].rows[0].pearson)
+        lib.scatter(shown, output / "scatter.png", f"training vs rollout probability, {label}")
+        atomic_write_text(output / "precision.md", text + f"\n![scatter: {label}](scatter.png)\n")
+        console.print(f"wrote {output}/precision.md and {output}/scatter.png ({label})", highlight=False)
+
+
+def _load_checkpoint(checkpoint: Path, prompts: Path | None):
+    from m1model.policy import CheckpointError, load_policy
+
+    if prompts is None:
+        raise InputError("--checkpoint needs --prompts (a text file, one prompt per line)")
+    if not (checkpoint / "tokenizer.json").is_file() and (checkpoint / "config.json").is_file():
+        raise InputError(f"{checkpoint}: no tokenizer.json (save the model with its tokenizer)")
+    read_lines(prompts, "prompts")
+    try:
+        return load_policy(checkpoint)
+    except CheckpointError as exc:
+        raise InputError(str(exc)) from None

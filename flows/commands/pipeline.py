@@ -9,29 +9,74 @@ import typer
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML/YAML/JSON pipeline config.")]
 SetOpt = Annotated[
-    list[str] | None, typer.Option("--set", "-s", help="Override one setting, e.g. train.rl_steps=8.")
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override one setting, e.g. train.rl_lr=1e-3 (repeatable)."),
 ]
 
 
-def run(config: ConfigOpt = None, set_: SetOpt = None) -> None:
-    """Run the whole pipeline (curate -> model -> SFT -> CISPO -> eval -> report) as a Prefect flow."""
+def run(
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    runner: Annotated[
+        str | None, typer.Option(help="local or dask: where the data subflows' tasks run (runner.kind).")
+    ] = None,
+) -> None:
+    """Run the whole DAG as one Prefect flow of subflows: curate -> logic, code, SWE and general tasks
+    -> SFT warm start -> pass-rate filter -> every curriculum stage -> evaluation -> report."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from flows.commands.progress import training_progress
     from flows.config import load_config
+    from flows.curate.ingest import describe_mapping
+    from flows.curriculum.stage import active_curriculum
+    from flows.logs import run_flow
     from flows.pipeline import pipeline, preflight
 
-    cfg = load_config(config, set_ or [])
+    cfg = load_config(config, list(set_ or []) + ([f"runner.kind={runner}"] if runner else []))
     preflight(cfg)  # bad inputs fail here, before anything is written
-    pipeline(cfg)
+    curriculum, _ = active_curriculum(cfg)
+    with training_progress({"sft": cfg.train.sft_steps} | {s.name: s.steps for s in curriculum.stages}):
+        result = run_flow(pipeline, cfg)
+    console = Console()
+    table = Table(title=f"m1 run {cfg.name}", title_justify="left")
+    for col in ("subflow", "dataset", "rows in", "rows out", "quarantined"):
+        table.add_column(col, justify="right" if col.startswith(("rows", "quar")) else "left")
+    for s in result["subflows"]:
+        table.add_row(s["flow"], s["dataset"], str(s["rows in"]), str(s["rows out"]), str(s["quarantined"]))
+    console.print(table)
+    for source in result["source_columns"]:
+        console.print(
+            f"{source['path']}: columns {describe_mapping(source['mapping'], source['inferred'])}",
+            highlight=False,
+            soft_wrap=True,  # one line per source, whatever the terminal's width
+        )
+    for note in result["notes"]:
+        console.print(f"[dim]{note}[/]")
+    before, after = result["before"].get("val/all"), result["after"].get("val/all")
+    if before is not None and after is not None:
+        console.print(f"held-out pass rate: {before:.1%} before training, {after:.1%} after")
+    console.print(f"report: {result['report']}", highlight=False)
 
 
 def ui(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for the UI and API.")] = 4200,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            envvar=["PREFECT_API_DATABASE_CONNECTION_URL", "PREFECT_SERVER_DATABASE_CONNECTION_URL"],
+            show_envvar=False,
+            help="The server's database: postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DB "
+            "(or PREFECT_API_DATABASE_CONNECTION_URL). Default: SQLite under PREFECT_HOME.",
+        ),
+    ] = None,
 ) -> None:
-    """Start the Prefect server and UI (SQLite under PREFECT_HOME by default; PostgreSQL when
-    PREFECT_API_DATABASE_CONNECTION_URL points at one)."""
+    """Start the Prefect server and UI (SQLite under PREFECT_HOME by default; PostgreSQL with --database,
+    for runs from many workers and machines)."""
     from flows.deploy import start_server
 
-    start_server(host, port)
+    start_server(host, port, database)
 
 
 def deploy(

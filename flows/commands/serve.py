@@ -11,6 +11,20 @@ from flows.errors import InputError
 
 app = typer.Typer(no_args_is_help=True)
 
+# Every service another machine may reach takes these two (see flows/serve_auth.py).
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        envvar="M1_API_KEY",
+        show_envvar=True,
+        help="Require 'Authorization: Bearer KEY' on every request but /health (clients: OPENAI_API_KEY).",
+    ),
+]
+InsecureOpt = Annotated[
+    bool, typer.Option("--insecure", help="Allow a non-loopback --host without an API key.")
+]
+
 
 @app.command("rewards")
 def rewards(
@@ -33,13 +47,17 @@ def rewards(
         Path | None, typer.Option("--config", "-c", help="Pipeline config (for plugin_dirs).")
     ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    api_key: ApiKeyOpt = None,
+    insecure: InsecureOpt = False,
 ) -> None:
     """Serve every verifier plugin over HTTP: POST /score, GET /verifiers, /health, /metrics."""
     import uvicorn
 
     from flows.config import load_config
+    from flows.serve_auth import check_exposure, protect
     from verifiers.service import ServiceSettings, create_app
 
+    key = check_exposure(host, api_key, insecure, command="m1 serve rewards")
     dirs = [str(d) for d in (load_config(config).plugin_dirs if config else [])] + [
         str(d) for d in plugin_dir or []
     ]
@@ -54,5 +72,61 @@ def rewards(
         plugin_dirs=dirs,
     )
     uvicorn.run(
-        create_app(settings), host=host, port=port, log_level=log_level, access_log=log_level == "debug"
+        protect(create_app(settings), key),
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=log_level == "debug",
+    )
+
+
+@app.command("model")
+def model(
+    checkpoint: Annotated[Path, typer.Option("--checkpoint", help="m1model checkpoint folder (HF format).")],
+    host: Annotated[
+        str, typer.Option(help="Interface to bind; 0.0.0.0 to serve other machines.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535)] = 8001,
+    model_name: Annotated[
+        str | None, typer.Option(help="Name in /v1/models and replies (default: the folder's name).")
+    ] = None,
+    max_batch_size: Annotated[int, typer.Option(min=1, help="Sequences per engine call.")] = 64,
+    max_wait_ms: Annotated[
+        float, typer.Option(min=0, help="How long a request waits for others to batch with.")
+    ] = 2.0,
+    max_model_len: Annotated[
+        int | None, typer.Option(min=2, help="Prompt + completion tokens (default: the model's).")
+    ] = None,
+    threads: Annotated[int, typer.Option(min=0, help="torch intra-op threads (0: torch's default).")] = 1,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    api_key: ApiKeyOpt = None,
+    insecure: InsecureOpt = False,
+) -> None:
+    """Serve an m1model checkpoint over the OpenAI API: /v1/completions, /v1/chat/completions, /v1/models."""
+    import torch
+    import uvicorn
+
+    from flows.serve_auth import check_exposure, protect
+    from m1model.policy import CheckpointError, load_policy
+    from m1model.serving import ServerSettings, create_app
+
+    key = check_exposure(host, api_key, insecure, command="m1 serve model")
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        policy, tokenizer = load_policy(checkpoint)
+    except CheckpointError as exc:
+        raise InputError(str(exc)) from None
+    settings = ServerSettings(
+        model_name=model_name or checkpoint.resolve().name,
+        max_batch_size=max_batch_size,
+        max_wait_ms=max_wait_ms,
+        max_model_len=max_model_len,
+    )
+    uvicorn.run(
+        protect(create_app(policy, tokenizer, settings), key),
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=log_level == "debug",
     )

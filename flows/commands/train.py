@@ -3,8 +3,6 @@ curriculum, or list the stages."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.commands.pipeline import ConfigOpt, SetOpt
+from flows.commands.progress import training_progress
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
@@ -25,52 +24,53 @@ RestartOpt = Annotated[
     bool,
     typer.Option("--restart", help="Discard the stage's own checkpoints and train it again from the start."),
 ]
+NprocOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--nproc",
+        min=1,
+        help="Training processes (default: train.nproc). Above 1: data parallel under torchrun, "
+        "gloo on CPU, nccl on GPUs.",
+    ),
+]
 
 
-def _config(config: Path | None, set_: list[str] | None, curriculum: str | None):
+def _config(config: Path | None, set_: list[str] | None, curriculum: str | None, nproc: int | None = None):
     from flows.config import load_config
 
     overrides = list(set_ or []) + ([f"train.curriculum={curriculum}"] if curriculum else [])
+    overrides += [f"train.nproc={nproc}"] if nproc is not None else []
     return load_config(config, overrides)
-
-
-@contextmanager
-def _progress(totals: dict[str, int]) -> Iterator[None]:
-    """A rich progress bar per phase (SFT warm start, each stage), fed by flows.train.step_listener."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from flows.train import step_listener
-
-    bars: dict[str, int] = {}
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as progress:
-
-        def on_step(phase: str, m: dict[str, float]) -> None:
-            if phase not in bars:
-                bars[phase] = progress.add_task(phase, total=totals.get(phase))
-            detail = f"loss {m['loss']:.3f}" if phase == "sft" else f"reward {m['reward_mean']:.3f}"
-            progress.update(bars[phase], completed=int(m["step"]), description=f"{phase}  {detail}")
-
-        token = step_listener.set(on_step)
-        try:
-            yield
-        finally:
-            step_listener.reset(token)
 
 
 def _summary(rows: list[dict]) -> None:
     table = Table(title="training stages")
-    for col in ("stage", "steps", "reward first", "reward last", "final model"):
+    for col in (
+        "stage",
+        "steps",
+        "reward first",
+        "reward last",
+        "held-out start",
+        "held-out end",
+        "final model",
+    ):
         table.add_column(col)
     for r in rows:
         fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-        table.add_row(r["stage"], str(r["steps"]), fmt(r["reward_first"]), fmt(r["reward_last"]), r["final"])
+        pct = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
+        table.add_row(
+            r["stage"],
+            str(r["steps"]),
+            fmt(r["reward_first"]),
+            fmt(r["reward_last"]),
+            pct(r["val_start"]),
+            pct(r["val_end"]),
+            r["final"],
+        )
     console.print(table)
+    for r in rows:
+        for warning in r.get("warnings", []):
+            console.print(f"[yellow]warning[/] stage {r['stage']}: {warning}")
 
 
 @app.command("stage")
@@ -80,18 +80,20 @@ def stage(
     set_: SetOpt = None,
     curriculum: CurriculumOpt = None,
     restart: RestartOpt = False,
+    nproc: NprocOpt = None,
 ) -> None:
     """Run one stage alone as a flow run: it resumes from its own newest checkpoint, or starts from the
     previous stage's final model."""
-    from flows.curriculum import load_curriculum
+    from flows.curriculum.stage import active_curriculum
 
-    cfg = _config(config, set_, curriculum)
-    cur = load_curriculum(cfg.train.curriculum)
+    cfg = _config(config, set_, curriculum, nproc)
+    cur, _ = active_curriculum(cfg)
     steps = cur.stages[cur.index(name)].steps  # an unknown stage fails here, before any work
+    from flows.logs import run_flow
     from flows.train import train_stage  # torch, prefect: only once there is work to do
 
-    with _progress({"sft": cfg.train.sft_steps, name: steps}):
-        result = train_stage(name, cfg, restart=restart)
+    with training_progress({"sft": cfg.train.sft_steps, name: steps}):
+        result = run_flow(train_stage, name, cfg, restart=restart)
     _summary([result])
 
 
@@ -101,44 +103,59 @@ def curriculum_cmd(
     set_: SetOpt = None,
     curriculum: CurriculumOpt = None,
     restart: RestartOpt = False,
+    nproc: NprocOpt = None,
 ) -> None:
     """Run every stage in order (each a subflow), each from the previous stage's final model."""
-    from flows.curriculum import load_curriculum
+    from flows.curriculum.stage import active_curriculum
+    from flows.logs import run_flow
     from flows.train import train_curriculum
 
-    cfg = _config(config, set_, curriculum)
-    cur = load_curriculum(cfg.train.curriculum)
-    with _progress({"sft": cfg.train.sft_steps} | {s.name: s.steps for s in cur.stages}):
-        results = train_curriculum(cfg, restart=restart)
+    cfg = _config(config, set_, curriculum, nproc)
+    cur, _ = active_curriculum(cfg)
+    with training_progress({"sft": cfg.train.sft_steps} | {s.name: s.steps for s in cur.stages}):
+        results = run_flow(train_curriculum, cfg, restart=restart)
     _summary(results)
 
 
 @app.command("list-stages")
-def list_stages(config: ConfigOpt = None, set_: SetOpt = None, curriculum: CurriculumOpt = None) -> None:
-    """Show the curriculum's stages: mixture, generation window, budget, overrides, where each starts."""
-    from flows.curriculum import load_curriculum
-    from flows.curriculum.layout import stage_paths
+def list_stages(
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    curriculum: CurriculumOpt = None,
+    json_: Annotated[bool, typer.Option("--json", help="One JSON object per stage, for scripts.")] = False,
+) -> None:
+    """Show the curriculum's stages: mixture, generation window, budget, overrides, where each starts,
+    and whether its final model is done, stale (built from other settings or data) or pending."""
+    import json
+
+    from flows.curriculum.stage import stage_table
 
     cfg = _config(config, set_, curriculum)
-    cur = load_curriculum(cfg.train.curriculum)
+    rows = stage_table(cfg)
+    if json_:
+        keys = ("stage", "mixture", "window", "steps", "start", "done", "state")
+        print(json.dumps([{k: r[k] for k in keys} for r in rows], indent=2))
+        return
+    from flows.curriculum.stage import active_curriculum
+
+    cur, notes = active_curriculum(cfg)
     table = Table(title=f"curriculum {cur.name}: {cur.description}", title_justify="left")
-    for col in ("#", "stage", "mixture", "new tokens", "steps", "overrides", "starts from", "done"):
+    for col in ("#", "stage", "mixture", "new tokens", "steps", "overrides", "starts from", "state"):
         table.add_column(col)
-    for i, s in enumerate(cur.stages):
-        window = (
-            str(s.max_new_tokens) if s.min_new_tokens is None else f"{s.min_new_tokens}..{s.max_new_tokens}"
-        )
-        start = cur.stages[i - 1].name if i else (cfg.train.init_from or "base (SFT warm start)")
-        done = "yes" if (stage_paths(cfg, s.name).final / "config.json").exists() else ""
+    for i, r in enumerate(rows):
+        lo, hi = r["window"]
+        window = str(hi) if lo == hi else f"{lo}..{hi} (+{r['window_step']})"
         table.add_row(
             str(i + 1),
-            s.name,
-            ", ".join(f"{k} {w:g}" for k, w in s.mixture.items()),
+            r["stage"],
+            ", ".join(f"{k} {w:g}" for k, w in r["mixture"].items()),
             window,
-            str(s.steps),
-            ", ".join(f"{k}={v}" for k, v in s.overrides.items()),
-            start,
-            done,
+            str(r["steps"]),
+            ", ".join(f"{k}={v}" for k, v in r["overrides"].items()),
+            "base (SFT warm start)" if r["start"] == "base" else r["start"],
+            {"done": "done", "stale": "[yellow]stale[/]"}.get(r["state"], r["state"]),
         )
     console.print(table)
     console.print(f"datasets: {', '.join(cur.dataset_names(cfg.name))}")
+    for note in notes:
+        console.print(f"[dim]{note}[/]")

@@ -8,12 +8,10 @@ from flows.curate.clean import clean
 from flows.curate.contamination import decontaminate
 from flows.curate.dedup import embedding_dedup, exact_dedup, minhash_dedup, separate_from
 from flows.curate.ingest import load_items, read_table
-from flows.curate.passrate import EndpointSampler, EngineSampler, passrate_filter
+from flows.curate.passrate import passrate_filter
 from flows.curate.result import StepResult
 
 __all__ = [
-    "EndpointSampler",
-    "EngineSampler",
     "StepResult",
     "clean",
     "decontaminate",

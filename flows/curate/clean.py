@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from flows.curate.answers import extract_answer
-from flows.curate.llm import Endpoint
 from flows.curate.result import StepResult, split_by_reason
 from flows.schema import require_columns
+from verifiers.endpoint import Endpoint
 
 _MOJIBAKE = re.compile(r"Ã[\x80-\xbf]|â€|Â[\xa0-\xbf]|ï¿½")
 _MONEY = re.compile(r"(?:^|(?<=\s))\$\d+(?:,\d{3})*(?:\.\d+)?(?=[\s.,;:!?)]|$)")

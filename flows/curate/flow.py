@@ -19,37 +19,31 @@ complete version, and the curated dataset never points at evidence that does not
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import polars as pl
-from prefect import flow, get_run_logger, task, unmapped
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from flows.config import CurateConfig, DataConfig, PipelineConfig, SourceConfig
-from flows.curate.cache import CONTENT
-from flows.curate.ingest import Ingested, load_items, read_table
+from flows.artifacts import artifact_key
+from flows.config import (
+    CleanConfig,
+    CurateConfig,
+    DataConfig,
+    MinhashConfig,
+    PassRateConfig,
+    PipelineConfig,
+    SourceConfig,
+)
+from flows.curate.ingest import Ingested, load_items, read_benchmark, read_table
 from flows.curate.result import StepResult, merge_results
 from flows.curate.text import normalized
+from flows.datasets import CURATED, dataset_name
+from flows.errors import ConfigError
+from flows.runner import CACHED, RETRY, ROW, Tasks, fingerprint, on_runner, shards
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON
 from flows.store import DatasetStore
-
-ROW = "_row"
-CACHED = {"cache_policy": CONTENT, "persist_result": True}
-
-
-def fingerprint(path: str | Path) -> str:
-    """Content hash of a file or folder, so a cached step reruns when its input changes."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
-        if f.is_file():
-            digest.update(f.name.encode())
-            with open(f, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
-    return digest.hexdigest()
 
 
 @task(name="ingest", **CACHED)
@@ -73,12 +67,11 @@ def generate_task(cfg: DataConfig) -> Ingested:
     return Ingested(valid, bad, 0, valid.height + bad.height)
 
 
-@task(name="clean", **CACHED)
-def clean_task(shard: pl.DataFrame, endpoint: str | None, model: str) -> StepResult:
+@task(name="clean", **CACHED, **RETRY)
+def clean_task(shard: pl.DataFrame, c: CleanConfig) -> StepResult:
     from flows.curate.clean import clean
-    from flows.curate.llm import Endpoint
 
-    return clean(shard, endpoint=Endpoint(endpoint, model) if endpoint else None)
+    return clean(shard, endpoint=c.rewrite.client() if c.rewrite.url else None)
 
 
 @task(name="exact-dedup", **CACHED)
@@ -89,23 +82,23 @@ def exact_task(shard: pl.DataFrame) -> StepResult:
 
 
 @task(name="minhash-sketch", **CACHED)
-def sketch_task(shard: pl.DataFrame, c: CurateConfig):
+def sketch_task(shard: pl.DataFrame, c: MinhashConfig):
     from flows.curate.minhash import Sketch
 
-    return Sketch.of(shard["prompt"], c.minhash_num_perm, c.shingle_size, c.minhash_mode)
+    return Sketch.of(shard["prompt"], c.num_perm, c.shingle_size, c.mode)
 
 
 @task(name="minhash-dedup", **CACHED)
-def minhash_task(df: pl.DataFrame, sketches: list, c: CurateConfig) -> StepResult:
+def minhash_task(df: pl.DataFrame, sketches: list, c: MinhashConfig) -> StepResult:
     from flows.curate.dedup import minhash_dedup
     from flows.curate.minhash import Sketch
 
     return minhash_dedup(
         df,
-        c.minhash_threshold,
-        c.minhash_num_perm,
+        c.threshold,
+        c.num_perm,
         c.shingle_size,
-        mode=c.minhash_mode,
+        mode=c.mode,
         sketch=Sketch.concat(sketches),
     )
 
@@ -127,16 +120,11 @@ def embedding_task(df: pl.DataFrame, vectors: list, threshold: float) -> StepRes
 
 
 @task(name="sft-separation", **CACHED)
-def separate_task(shard: pl.DataFrame, sft: pl.DataFrame, c: CurateConfig) -> StepResult:
+def separate_task(shard: pl.DataFrame, sft: pl.DataFrame, c: MinhashConfig) -> StepResult:
     from flows.curate.dedup import separate_from
 
     return separate_from(
-        shard,
-        sft,
-        method="minhash",
-        threshold=c.minhash_threshold,
-        num_perm=c.minhash_num_perm,
-        shingle_size=c.shingle_size,
+        shard, sft, method="minhash", threshold=c.threshold, num_perm=c.num_perm, shingle_size=c.shingle_size
     )
 
 
@@ -149,8 +137,8 @@ def decontaminate_task(
     return decontaminate(
         shard,
         benchmarks,
-        ngram=c.contamination_ngram,
-        embedding_threshold=c.embedding_threshold if c.use_embeddings else None,
+        ngram=c.contamination.ngram,
+        embedding_threshold=c.embedding.threshold if c.embedding.enabled else None,
     )
 
 
@@ -161,27 +149,22 @@ def answers_task(shard: pl.DataFrame) -> StepResult:
     return extract_answers(shard)
 
 
-@task(name="pass-rate", **CACHED)
-def passrate_task(shard: pl.DataFrame, c: CurateConfig) -> StepResult:
+@task(name="pass-rate", **CACHED, **RETRY)
+def passrate_task(
+    shard: pl.DataFrame,
+    c: PassRateConfig,
+    default_policy: str | None,
+    policy_id: str,  # the policy's fingerprint: a retrained model at the same path is a new cache key
+    verifiers: dict[str, str],
+    plugin_dirs: list[str],
+) -> StepResult:
     from flows.curate.passrate import passrate_filter
+    from flows.policy import make_sampler
 
+    sampler = make_sampler(c.policy, default_checkpoint=default_policy, template="{prompt}\n")
     return passrate_filter(
-        shard, policy_sampler(c), k=c.pass_rate_k, low=c.pass_rate_low, high=c.pass_rate_high
+        shard, sampler, k=c.k, low=c.low, high=c.high, verifiers=verifiers, plugin_dirs=plugin_dirs
     )
-
-
-def policy_sampler(c: CurateConfig):
-    from flows.curate.llm import Endpoint
-    from flows.curate.passrate import EndpointSampler, EngineSampler
-    from flows.errors import ConfigError
-
-    if c.policy_checkpoint:
-        return EngineSampler(c.policy_checkpoint, max_tokens=c.pass_rate_max_tokens)
-    if c.policy_endpoint:
-        return EndpointSampler(
-            Endpoint(c.policy_endpoint, c.policy_model), api=c.policy_api, max_tokens=c.pass_rate_max_tokens
-        )
-    raise ConfigError("curate.pass_rate needs curate.policy_endpoint or curate.policy_checkpoint")
 
 
 def sources(config: PipelineConfig) -> list[SourceConfig]:
@@ -192,76 +175,26 @@ def sources(config: PipelineConfig) -> list[SourceConfig]:
     return []
 
 
-def shards(df: pl.DataFrame, n: int, by: pl.Expr | None = None) -> list[pl.DataFrame]:
-    """Row-range shards, or hash partitions of `by` (equal keys land in the same shard)."""
-    n = max(1, min(n, df.height))
-    if by is None:
-        size = -(-df.height // n)
-        return [df.slice(i * size, size) for i in range(n)]
-    part = df.select((by.hash(seed=7) % n).alias("p"))["p"]
-    return [df.filter(part == i) for i in range(n)]
+def mapped(tasks: Tasks, step, df: pl.DataFrame, n: int, *args, by: pl.Expr | None = None) -> StepResult:
+    """Run a row-wise step over shards and merge the results back into input order."""
+    return merge_results(tasks.map(step, shards(df, n, by), *args), order_by=ROW)
 
 
-class Tasks:
-    """Submits tasks to the flow's task runner and records each run's final state (Cached or not)."""
-
-    def __init__(self) -> None:
-        self.states: list[tuple[str, str]] = []
-
-    def map(self, step, items: list, *args) -> list:
-        futures = step.map(items, *[unmapped(a) for a in args])
-        results = [f.result() for f in futures]
-        self.states += [(step.name, f.state.name) for f in futures]
-        return results
-
-    def one(self, step, *args):
-        future = step.submit(*args)
-        result = future.result()
-        self.states.append((step.name, future.state.name))
-        return result
-
-    def mapped(self, step, df: pl.DataFrame, n: int, *args, by: pl.Expr | None = None) -> StepResult:
-        return merge_results(self.map(step, shards(df, n, by), *args), order_by=ROW)
-
-
-@flow(name="m1-curate", log_prints=True)
-def curate_flow(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
+@flow(name="m1-curate", flow_run_name="{config.name}-curate", log_prints=True)
+def curate_flow(config: PipelineConfig = PipelineConfig(), pass_rate: bool = True) -> dict:  # noqa: B008
     """Curate RL items into the dataset store; returns the curated dataset's manifest (as a dict) and
     the final state of every task run.
 
     The steps run as a subflow on the configured task runner (local threads, or Dask through
     prefect-dask), with task results persisted in the store's cache folder; both settings travel with
-    the tasks to Dask workers. Deployments run this flow as it is.
+    the tasks to Dask workers. Deployments run this flow as it is. ``pass_rate=False`` leaves pass-rate
+    filtering to a later `pass_rate_flow` (the DAG filters with its own SFT model).
     """
-    steps = curate_steps.with_options(
-        task_runner=task_runner(config.curate), result_storage=cache_storage(DatasetStore(config.home).root)
-    )
-    return steps(config)
+    return on_runner(curate_steps, config.runner, DatasetStore(config.home).root)(config, pass_rate)
 
 
-def cache_storage(root: Path):
-    """The store's cache folder as a saved storage block (Dask workers load it by reference)."""
-    from prefect.filesystems import LocalFileSystem
-
-    block = LocalFileSystem(basepath=str(root / "cache"))
-    block.save(f"m1-cache-{hashlib.sha256(str(root).encode()).hexdigest()[:16]}", overwrite=True)
-    return block
-
-
-def task_runner(c: CurateConfig):
-    if c.runner == "dask":
-        from prefect_dask import DaskTaskRunner
-
-        if c.dask_address:
-            return DaskTaskRunner(address=c.dask_address)
-        return DaskTaskRunner(cluster_kwargs={"n_workers": 2, "threads_per_worker": 1})
-    from prefect.task_runners import ThreadPoolTaskRunner
-
-    return ThreadPoolTaskRunner()
-
-
-@flow(name="m1-curate-steps", log_prints=True)
-def curate_steps(config: PipelineConfig) -> dict:
+@flow(name="m1-curate-steps", flow_run_name="{config.name}-curate-steps", log_prints=True)
+def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
     """The curation steps themselves (see the module docstring)."""
     logger = get_run_logger()
     c = config.curate
@@ -281,10 +214,16 @@ def curate_steps(config: PipelineConfig) -> dict:
         quarantine.height,
         sum(i.ids_assigned for i in inputs),
     )
+    mappings = [
+        {"path": spec.path, "mapping": got.mapping, "inferred": got.inferred}
+        for spec, got in zip(sources(config), inputs, strict=False)
+    ]
+    for spec, got in zip(sources(config), inputs, strict=False):
+        logger.info("%s: columns %s", spec.path, got.describe_mapping())
 
     results: list[StepResult] = []
     df = items
-    n = c.shards
+    n = config.runner.shards
 
     def record(res: StepResult) -> pl.DataFrame:
         results.append(res)
@@ -293,34 +232,40 @@ def curate_steps(config: PipelineConfig) -> dict:
         )
         return res.kept
 
-    if c.clean:
-        df = record(tasks.mapped(clean_task, df, n, c.rewrite_endpoint, c.rewrite_model))
-    df = record(tasks.mapped(exact_task, df, n, by=normalized(pl.col("prompt"))))
-    sketches = tasks.map(sketch_task, shards(df, n), c)
-    df = record(tasks.one(minhash_task, df, sketches, c))
-    if c.use_embeddings:
+    if c.clean.enabled:
+        df = record(mapped(tasks, clean_task, df, n, c.clean))
+    df = record(mapped(tasks, exact_task, df, n, by=normalized(pl.col("prompt"))))
+    sketches = tasks.map(sketch_task, shards(df, n), c.minhash)
+    df = record(tasks.one(minhash_task, df, sketches, c.minhash))
+    if c.embedding.enabled:
         vectors = tasks.map(embed_task, shards(df, n))
-        df = record(tasks.one(embedding_task, df, vectors, c.embedding_threshold))
+        df = record(tasks.one(embedding_task, df, vectors, c.embedding.threshold))
     if c.sft_path:
         sft = read_table(c.sft_path, strict=True)
-        df = record(tasks.mapped(separate_task, df, n, sft, c))
-    df = record(tasks.mapped(decontaminate_task, df, n, benchmarks(config.data), c))
-    df = record(tasks.mapped(answers_task, df, n))
-    if c.pass_rate:
-        df = record(tasks.mapped(passrate_task, df, n, c))
+        df = record(mapped(tasks, separate_task, df, n, sft, c.minhash))
+    df = record(mapped(tasks, decontaminate_task, df, n, benchmarks(config.data), c))
+    df = record(mapped(tasks, answers_task, df, n))
+    if c.pass_rate.enabled and pass_rate:
+        if not c.pass_rate.policy.configured:
+            raise ConfigError(
+                "curate.pass_rate needs a policy: set curate.pass_rate.policy.checkpoint or .endpoint.url "
+                "(in `m1 run` the SFT warm-start model is the default)"
+            )
+        args = (c.pass_rate, None, c.pass_rate.policy.model_dump_json(), {}, config.plugin_dirs)
+        df = record(mapped(tasks, passrate_task, df, n, *args))
 
-    manifest = write_outputs(store, config, items, df, quarantine, results)
-    cached = sum(state == "Cached" for _, state in tasks.states)
-    logger.info("%d of %d tasks resumed from cache", cached, len(tasks.states))
+    manifest = write_outputs(store, config, items, df, quarantine, results, mappings)
+    logger.info("%d of %d tasks resumed from cache", tasks.cached, len(tasks.states))
     report(manifest.ref, results, quarantine, tasks.states)
     return {"manifest": json.loads(manifest.to_json()), "tasks": tasks.states}
 
 
 def benchmarks(cfg: DataConfig) -> dict[str, pl.DataFrame]:
+    """The bundled tiny benchmark (its leaks are planted in the generated data) plus the configured ones."""
     from flows.data.synthetic_math import load_benchmark
 
     return {"tiny_benchmark": load_benchmark()} | {
-        Path(p).stem: read_table(p, strict=True) for p in cfg.benchmark_paths
+        b.label: read_benchmark(b.path, b.mapping, label=b.label) for b in cfg.benchmarks
     }
 
 
@@ -331,10 +276,13 @@ def write_outputs(
     kept: pl.DataFrame,
     quarantine: pl.DataFrame,
     results: list[StepResult],
+    mappings: list[dict] | None = None,
 ):
     """Evidence first, the curated dataset last (the commit point, naming the evidence as parents)."""
-    name = f"{config.name}-curation"
+    name = dataset_name(config.name, CURATED)
     params = config.data.model_dump() | config.curate.model_dump(mode="json")
+    if mappings:
+        params["source_columns"] = mappings  # how each source's columns were read, inferred ones marked
     evidence = {
         "clusters": [
             r.clusters.with_columns(pl.lit(r.count.step).alias("step"))
@@ -401,3 +349,65 @@ def report(
             lines += [f"- {row[0]}: {row[1]}" for row in kinds.rows()]
         lines.append("")
     create_markdown_artifact("\n".join(lines), key="curation-report", description=f"Curation of {ref}")
+
+
+@flow(name="m1-pass-rate", flow_run_name="{config.name}-pass-rate", log_prints=True)
+def pass_rate_flow(config: PipelineConfig, datasets: list[str], default_policy: str | None = None) -> dict:
+    """Section 4.1's pass-rate filter over datasets already in the store: each gets a new version keeping
+    the items with low < pass rate < high, the rest in its quarantine, and `filtered_from` naming the
+    version it filtered. The policy is `curate.pass_rate.policy`, else ``default_policy`` (a checkpoint:
+    in `m1 run`, the SFT warm start)."""
+    return on_runner(pass_rate_steps, config.runner, DatasetStore(config.home).root)(
+        config, datasets, default_policy
+    )
+
+
+@flow(name="m1-pass-rate-steps", flow_run_name="{config.name}-pass-rate-steps", log_prints=True)
+def pass_rate_steps(config: PipelineConfig, datasets: list[str], default_policy: str | None) -> dict:
+    from flows.curriculum import DEFAULT_VERIFIERS
+    from flows.curriculum.fingerprint import checkpoint_id
+
+    c = config.curate.pass_rate
+    store = DatasetStore(config.home)
+    tasks = Tasks()
+    policy_id = (
+        c.policy.model_dump_json() if c.policy.configured else checkpoint_id(Path(default_policy or ""))
+    )
+    out = {}
+    for name in datasets:
+        before = store.manifest(name)
+        df = store.read(name).with_row_index(ROW)
+        args = (c, default_policy, policy_id, DEFAULT_VERIFIERS, config.plugin_dirs)
+        res = mapped(tasks, passrate_task, df, config.runner.shards, *args)
+        old_quarantine = store.quarantine(name)
+        removed = res.removed.drop(ROW).with_columns(pl.lit("pass-rate").alias("step"))
+        quarantine = pl.concat(
+            [q for q in (old_quarantine, removed) if q is not None], how="diagonal_relaxed"
+        )
+        manifest = store.write(
+            name,
+            res.kept.drop(ROW),
+            params=before.params | {"filtered_from": before.ref, "pass_rate": c.model_dump(mode="json")},
+            parents=[before.ref, *before.parents],
+            steps=[*before.steps, res.count],
+            quarantine=quarantine,
+        )
+        get_run_logger().info(
+            "%s: %d -> %d items (%s)", manifest.ref, res.count.rows_in, res.count.rows_out, res.count.reason
+        )
+        out[name] = json.loads(manifest.to_json())
+    rows = [
+        {
+            "dataset": m["name"],
+            "version": m["version"],
+            "rows in": m["steps"][-1]["rows_in"],
+            "rows out": m["rows"],
+        }
+        for m in out.values()
+    ]
+    create_table_artifact(
+        rows,
+        key=artifact_key(config.name, "pass-rate"),
+        description=f"pass-rate filter over {c.k} samples per item",
+    )
+    return {"manifests": out, "tasks": tasks.states}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -28,6 +28,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "metadata": ("metadata",),
 }
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+META_PREFIX = "metadata."
 
 
 def detect_format(path: Path) -> str:
@@ -137,6 +138,18 @@ class Ingested:
     quarantined: pl.DataFrame
     ids_assigned: int
     rows_read: int
+    mapping: dict[str, str] = field(default_factory=dict)  # canonical -> file column, explicit and inferred
+    inferred: list[str] = field(default_factory=list)  # the canonical columns found by their usual names
+
+    def describe_mapping(self) -> str:
+        return describe_mapping(self.mapping, self.inferred)
+
+
+def describe_mapping(mapping: dict[str, str], inferred: list[str]) -> str:
+    """e.g. ``prompt <- question (inferred), metadata.difficulty <- level``."""
+    return ", ".join(
+        f"{col} <- {src}{' (inferred)' if col in inferred else ''}" for col, src in mapping.items()
+    )
 
 
 def to_items(
@@ -147,28 +160,37 @@ def to_items(
     domain: str = "math",
     task: str = "",
     where: str = "input",
-) -> tuple[pl.DataFrame, int]:
-    """Rename, fill and pack a raw frame into the canonical columns; returns (frame, ids assigned).
+) -> tuple[pl.DataFrame, int, dict[str, str], list[str]]:
+    """Rename, fill and pack a raw frame into the canonical columns; returns (frame, ids assigned, the
+    mapping used, the canonical columns that were inferred).
 
-    `mapping` maps canonical names to the file's column names; unmapped canonical columns are found by
-    ALIASES. Columns that are not canonical are kept inside `metadata` (a JSON object).
+    `mapping` maps canonical names (or ``metadata.<key>``) to the file's column names; unmapped canonical
+    columns are found by ALIASES. Columns that are not canonical are kept inside `metadata` (a JSON
+    object); ``metadata.<key> = column`` stores a column under that key (``metadata.difficulty = level``
+    makes the file's `level` the difficulty a curriculum filters on).
     """
     mapping = dict(mapping or {})
+    meta_keys = {
+        col.removeprefix(META_PREFIX): src for col, src in mapping.items() if col.startswith(META_PREFIX)
+    }
     for col, source_col in mapping.items():
-        if col not in ITEM_COLUMNS:
+        if col not in ITEM_COLUMNS and not col.startswith(META_PREFIX):
             raise InputError(
-                f"{where}: mapping names unknown column {col!r} (canonical: {', '.join(ITEM_COLUMNS)})"
+                f"{where}: mapping names unknown column {col!r} "
+                f"(canonical: {', '.join(ITEM_COLUMNS)}, or metadata.<key>)"
             )
         if source_col not in raw.columns:
             raise InputError(
                 f"{where}: mapping {col}={source_col}: no column {source_col!r} "
                 f"(has: {', '.join(raw.columns)})"
             )
+    inferred = []
     for col, aliases in ALIASES.items():
         if col not in mapping:
             found = next((a for a in aliases if a in raw.columns and a not in mapping.values()), None)
             if found is not None:
                 mapping[col] = found
+                inferred.append(col)
     if "prompt" not in mapping:
         raise InputError(
             f"{where}: no prompt column (looked for {', '.join(ALIASES['prompt'])}; "
@@ -176,7 +198,7 @@ def to_items(
         )
     used = set(mapping.values())
     extra = [c for c in raw.columns if c not in used]
-    out = {col: _text(raw[src]) for col, src in mapping.items() if col != "metadata"}
+    out = {col: _text(raw[src]) for col, src in mapping.items() if col in ITEM_COLUMNS and col != "metadata"}
     n = raw.height
     rows = pl.Series(range(n))
     ids = out.get("id", pl.Series([None] * n, dtype=pl.String))
@@ -188,9 +210,9 @@ def to_items(
     out.setdefault("domain", pl.Series([domain] * n, dtype=pl.String))
     out.setdefault("task", pl.Series([task] * n, dtype=pl.String))
     out.setdefault("reference", pl.Series([None] * n, dtype=pl.String))
-    out["metadata"] = _metadata(raw, mapping.get("metadata"), extra)
+    out["metadata"] = _metadata(raw, mapping.get("metadata"), extra, meta_keys)
     frame = pl.DataFrame({c: out[c].alias(c) for c in ITEM_COLUMNS})
-    return frame, int(missing.sum())
+    return frame, int(missing.sum()), mapping, inferred
 
 
 def _text(col: pl.Series) -> pl.Series:
@@ -201,13 +223,21 @@ def _text(col: pl.Series) -> pl.Series:
     return pl.Series([_as_text(v) for v in col.to_list()], dtype=pl.String)
 
 
-def _metadata(raw: pl.DataFrame, meta_col: str | None, extra: list[str]) -> pl.Series:
-    """A JSON object per row: the row's own metadata (an object, or JSON text of one) plus extra columns.
-    Metadata that is not an object stays as is, so validation quarantines it with its reason."""
+def _metadata(
+    raw: pl.DataFrame, meta_col: str | None, extra: list[str], keys: dict[str, str] | None = None
+) -> pl.Series:
+    """A JSON object per row: the row's own metadata (an object, or JSON text of one) plus extra columns
+    (under their own names, or under the key `keys` maps them to). Metadata that is not an object stays
+    as is, so validation quarantines it with its reason."""
     base = raw[meta_col].to_list() if meta_col else [None] * raw.height
+    renamed = {src: key for key, src in (keys or {}).items()}
+    columns = extra + [src for src in renamed if src not in extra]
     rest = (
-        [{k: v for k, v in r.items() if v is not None} for r in raw.select(extra).to_dicts()]
-        if extra
+        [
+            {renamed.get(k, k): v for k, v in r.items() if v is not None}
+            for r in raw.select(columns).to_dicts()
+        ]
+        if columns
         else [{}] * raw.height
     )
     out = []
@@ -240,9 +270,9 @@ def load_items(
     source = source or path.stem
     raw, broken = read_raw(path, split)
     if raw.height == 0 and raw.width == 0:
-        items, assigned = pl.DataFrame(schema=ITEM_COLUMNS), 0
+        items, assigned, used, inferred = pl.DataFrame(schema=ITEM_COLUMNS), 0, {}, []
     else:
-        items, assigned = to_items(
+        items, assigned, used, inferred = to_items(
             raw, source=source, mapping=mapping, domain=domain, task=task, where=str(path)
         )
     valid, bad = validate_items(items, where=str(path))
@@ -257,4 +287,32 @@ def load_items(
         pl.format("line {}: {}", "line", QUARANTINE_REASON).alias(QUARANTINE_REASON),
     ).select(*ITEM_COLUMNS, QUARANTINE_REASON)
     quarantined = pl.concat([bad.select(*ITEM_COLUMNS, QUARANTINE_REASON), lines], how="vertical_relaxed")
-    return Ingested(valid, quarantined, assigned, raw.height + broken.height)
+    return Ingested(valid, quarantined, assigned, raw.height + broken.height, used, inferred)
+
+
+def read_benchmark(
+    path: str | Path, mapping: dict[str, str] | None = None, *, label: str = ""
+) -> pl.DataFrame:
+    """A benchmark file with its columns renamed to canonical ones (``prompt`` at least; ``reference``
+    when it has answers), so contamination checks and evaluation read every benchmark alike."""
+    df = read_table(path, strict=True)
+    where = f"benchmark {label or Path(path).stem} ({path})"
+    mapping = dict(mapping or {})
+    for col, source_col in mapping.items():
+        if source_col not in df.columns:
+            raise InputError(
+                f"{where}: mapping {col}={source_col}: no column {source_col!r} (has: {', '.join(df.columns)})"
+            )
+    for col in ("prompt", "reference"):
+        if col not in mapping and col not in df.columns:
+            found = next((a for a in ALIASES[col] if a in df.columns), None)
+            if found is not None:
+                mapping[col] = found
+    if "prompt" not in mapping and "prompt" not in df.columns:
+        raise InputError(
+            f"{where}: no prompt column (has: {', '.join(df.columns) or 'none'}); "
+            'map one, e.g. data.benchmarks = [{path = "...", mapping = {prompt = "question"}}]'
+        )
+    return df.rename({src: col for col, src in mapping.items() if src != col}).with_columns(
+        pl.col("prompt").cast(pl.String)
+    )

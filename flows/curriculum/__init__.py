@@ -11,15 +11,23 @@ lengths approaches the current limit. Both are expressible here: `mixture` per s
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from flows.datasets import KIND_DOMAINS, check_kind, resolve
 from flows.errors import ConfigError
 
 BUNDLED = Path(__file__).resolve().parent
-DEFAULT_VERIFIERS = {"math": "math", "logic": "logic", "code": "code"}  # domain -> verifier plugin
+DEFAULT_VERIFIERS = {  # domain -> verifier plugin
+    "math": "math",
+    "logic": "logic",
+    "code": "code",
+    "swe": "swe",
+    "general": "genrm",
+}
 
 
 class Stage(BaseModel):
@@ -39,7 +47,25 @@ class Stage(BaseModel):
         0, ge=0, description="tokens added to the window when p99 length nears it; 0: fixed"
     )
     min_difficulty: float | None = Field(None, description="drop items whose metadata difficulty is lower")
+    max_difficulty: float | None = Field(None, description="drop items whose metadata difficulty is higher")
+    dynamic_weights: bool = Field(
+        True, description="move each mixture key's weight with its recent pass rate (section 4.3)"
+    )
+    weight_floor: float = Field(
+        0.2, ge=0, le=1, description="share of its configured weight a key keeps at pass rate 0 or 1"
+    )
+    pass_rate_steps: int = Field(4, ge=1, description="steps over which a key's recent pass rate is taken")
+    raise_difficulty_above: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="raise a key's minimum difficulty by one when its pass rate exceeds this",
+    )
     overrides: dict[str, Any] = Field(default_factory=dict, description="TrainConfig fields for this stage")
+    requires: list[str] = Field(
+        default_factory=list,
+        description="dataset kinds this stage exists for (e.g. general): absent when their flow is switched off",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Stage:
@@ -47,6 +73,11 @@ class Stage(BaseModel):
             raise ValueError("mixture needs at least one positive weight and no negative ones")
         if self.min_new_tokens is not None and self.min_new_tokens > self.max_new_tokens:
             raise ValueError("min_new_tokens must not exceed max_new_tokens")
+        if (
+            None not in (self.min_difficulty, self.max_difficulty)
+            and self.min_difficulty > self.max_difficulty
+        ):
+            raise ValueError("min_difficulty must not exceed max_difficulty")
         return self
 
     @property
@@ -66,7 +97,11 @@ class Curriculum(BaseModel):
         default_factory=lambda: dict(DEFAULT_VERIFIERS),
         description="domain -> verifier plugin name (see `m1 verifiers list`)",
     )
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, description="TrainConfig fields for every stage (a stage's own win)"
+    )
     stages: list[Stage]
+    switched_off: list[str] = Field(default_factory=list, description="stages this run's config switches off")
 
     @model_validator(mode="after")
     def _unique(self) -> Curriculum:
@@ -82,6 +117,8 @@ class Curriculum(BaseModel):
         for i, s in enumerate(self.stages):
             if s.name == stage:
                 return i
+        if stage in self.switched_off:
+            raise ConfigError(f"stage {stage!r} of curriculum {self.name!r} is switched off by this config")
         raise ConfigError(
             f"curriculum {self.name!r} has no stage {stage!r} (stages: {', '.join(self.names)})"
         )
@@ -91,7 +128,38 @@ class Curriculum(BaseModel):
         return [s.name for s in self.stages]
 
     def dataset_names(self, run: str) -> list[str]:
-        return [d.replace("{run}", run) for d in self.datasets]
+        return [resolve(d, run) for d in self.datasets]
+
+    def active(self, produced: Callable[[str], bool]) -> tuple[Curriculum, list[str]]:
+        """This curriculum without what a run switches off: datasets whose producing flow is disabled
+        (``produced(kind)`` is False), the mixture keys of the domains only they supply, and stages left
+        with no mixture at all. Returns the pruned curriculum and a line per thing removed."""
+        notes: list[str] = []
+        datasets, dropped_domains = [], set()
+        for d in self.datasets:
+            kind = d.removeprefix("{run}-") if d.startswith("{run}-") else None
+            if kind is not None and not produced(kind):
+                notes.append(f"dataset {d}: its flow is switched off")
+                dropped_domains.add(KIND_DOMAINS.get(kind, kind))
+            else:
+                datasets.append(d)
+        stages = []
+        for stage in self.stages:
+            if off := [k for k in stage.requires if not produced(check_kind(k))]:
+                notes.append(f"stage {stage.name}: switched off (needs {', '.join(off)})")
+                continue
+            mixture = {k: w for k, w in stage.mixture.items() if k.split("/")[0] not in dropped_domains}
+            if mixture != stage.mixture:
+                gone = sorted(set(stage.mixture) - set(mixture))
+                notes.append(f"stage {stage.name}: mixture without {', '.join(gone)}")
+            if mixture and sum(mixture.values()) > 0:
+                stages.append(stage.model_copy(update={"mixture": mixture}))
+            else:
+                notes.append(f"stage {stage.name}: switched off (nothing left in its mixture)")
+        if not stages:
+            raise ConfigError(f"curriculum {self.name}: every stage is switched off by this config")
+        off = [s.name for s in self.stages if s.name not in {t.name for t in stages}]
+        return self.model_copy(update={"datasets": datasets, "stages": stages, "switched_off": off}), notes
 
 
 def bundled() -> list[str]:

@@ -1,13 +1,19 @@
-"""A stage's items: read its datasets from the store, keep what its mixture names, weight each item.
+"""A curriculum's items: read its datasets from the store, hold out a validation split, and weight each
+training item by the stage's mixture.
 
 A mixture key is a domain (``math``) or a domain/task (``logic/sudoku``); an item takes the weight of
 its most specific key, shared equally by all items under that key, so a key's weight is the share of
 prompts drawn from it whatever its size. A key that matches no item is an error, not a silent zero.
+
+The held-out split is fixed by a hash of each item's id, so it does not move when a dataset grows or
+when another dataset joins the curriculum: training never sees an item that validation scores.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -15,6 +21,50 @@ from flows.curriculum import Curriculum, Stage
 from flows.errors import InputError
 from flows.schema import validate_items
 from flows.store import DatasetStore
+
+KEY = "mixture_key"  # kept on each item so the step hooks can group rewards by key
+DIFFICULTY = "difficulty"
+
+
+@dataclass
+class CurriculumData:
+    train: pl.DataFrame
+    heldout: pl.DataFrame
+    refs: list[str]  # name@version of every dataset read: part of every stage's fingerprint
+
+
+def load_data(
+    store: DatasetStore, curriculum: Curriculum, run: str, heldout_fraction: float
+) -> CurriculumData:
+    """Every item of the curriculum's datasets (latest versions), split into train and held-out."""
+    frames, refs = [], []
+    for name in curriculum.dataset_names(run):
+        if store.latest(name) is None:
+            raise InputError(
+                f"dataset {name!r} does not exist in {store.datasets} (curriculum {curriculum.name} reads it; "
+                "`m1 run` builds every dataset, `m1 curate run` the curated one)"
+            )
+        df = store.read(name)
+        refs.append(store.manifest(name).ref)
+        valid, bad = validate_items(df, where=f"dataset {name}")
+        if bad.height:
+            raise InputError(
+                f"dataset {name}: {bad.height} rows fail the item schema "
+                f"(first: {bad['reason'][0]}); re-curate it"
+            )
+        frames.append(valid)
+    df = pl.concat(frames, how="diagonal_relaxed")
+    held = heldout_mask(df["id"], heldout_fraction)
+    return CurriculumData(df.filter(~held), df.filter(held), refs)
+
+
+def heldout_mask(ids: pl.Series, fraction: float) -> pl.Series:
+    """True for the items of the validation split: a stable hash of the id below ``fraction``."""
+    cut = int(fraction * 2**32)
+    return pl.Series(
+        [int.from_bytes(hashlib.blake2b(str(i).encode(), digest_size=4).digest(), "big") < cut for i in ids],
+        dtype=pl.Boolean,
+    )
 
 
 def mixture_key(domain: str, task: str | None, mixture: dict[str, float]) -> str | None:
@@ -24,13 +74,19 @@ def mixture_key(domain: str, task: str | None, mixture: dict[str, float]) -> str
     return domain if domain in mixture else None
 
 
+def with_keys(df: pl.DataFrame, mixture: dict[str, float]) -> pl.DataFrame:
+    """The rows some key with positive weight selects, each with its key in the `mixture_key` column."""
+    keys = [mixture_key(d, t, mixture) for d, t in zip(df["domain"], df["task"], strict=True)]
+    df = df.with_columns(pl.Series(KEY, keys, dtype=pl.String))
+    return df.filter(pl.col(KEY).is_in([k for k, w in mixture.items() if w > 0]))
+
+
 def mixture_weights(
     df: pl.DataFrame, mixture: dict[str, float], *, where: str
 ) -> tuple[pl.DataFrame, list[float]]:
     """The rows some key selects (with positive weight), and each row's sampling weight."""
-    keys = [mixture_key(d, t, mixture) for d, t in zip(df["domain"], df["task"], strict=True)]
-    df = df.with_columns(pl.Series("mixture_key", keys, dtype=pl.String))
-    counts = dict(df.group_by("mixture_key").len().iter_rows())
+    kept = with_keys(df, mixture)
+    counts = dict(kept.group_by(KEY).len().iter_rows())
     missing = [k for k, w in mixture.items() if w > 0 and not counts.get(k)]
     if missing:
         present = sorted({f"{d}/{t}" for d, t in zip(df["domain"], df["task"], strict=True)})
@@ -38,35 +94,43 @@ def mixture_weights(
             f"{where}: mixture key(s) {', '.join(missing)} match no items "
             f"(available: {', '.join(present[:12]) or 'none'})"
         )
-    kept = df.filter(
-        pl.col("mixture_key").is_not_null()
-        & pl.col("mixture_key").is_in([k for k, w in mixture.items() if w > 0])
-    )
-    weights = [mixture[k] / counts[k] for k in kept["mixture_key"]]
-    return kept.drop("mixture_key"), weights
+    return kept, [mixture[k] / counts[k] for k in kept[KEY]]
 
 
-def _difficulty(metadata: str) -> float | None:
-    value = json.loads(metadata).get("difficulty")
-    return float(value) if isinstance(value, int | float) else None
+def difficulties(df: pl.DataFrame) -> list[float | None]:
+    """Each item's ``metadata.difficulty`` (None when absent or not a number)."""
+
+    def one(metadata: str) -> float | None:
+        value = json.loads(metadata).get(DIFFICULTY)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    return [one(m) for m in df["metadata"]]
 
 
-def stage_items(
-    store: DatasetStore, curriculum: Curriculum, stage: Stage, run: str
-) -> tuple[pl.DataFrame, list[float]]:
-    """All items of the curriculum's datasets that the stage draws from, and their sampling weights."""
-    frames = []
-    for name in curriculum.dataset_names(run):
-        df = store.read(name)
-        valid, bad = validate_items(df, where=f"dataset {name}")
-        if bad.height:
-            raise InputError(
-                f"dataset {name}: {bad.height} rows fail the item schema "
-                f"(first: {bad['reason'][0]}); re-curate it"
-            )
-        frames.append(valid.select(list(valid.columns)))
-    df = pl.concat(frames, how="diagonal_relaxed")
-    if stage.min_difficulty is not None:
-        hard_enough = [d is None or d >= stage.min_difficulty for d in map(_difficulty, df["metadata"])]
-        df = df.filter(pl.Series(hard_enough))
-    return mixture_weights(df, stage.mixture, where=f"stage {stage.name}")
+def difficulty_band(df: pl.DataFrame, stage: Stage) -> tuple[pl.DataFrame, list[str]]:
+    """Items inside the stage's difficulty band, and a line per thing a user should know: how many the
+    band removed, how many it could not judge (no difficulty: they are kept)."""
+    lo, hi = stage.min_difficulty, stage.max_difficulty
+    if lo is None and hi is None:
+        return df, []
+    levels = difficulties(df)
+    inside = [d is None or ((lo is None or d >= lo) and (hi is None or d <= hi)) for d in levels]
+    kept = df.filter(pl.Series(inside, dtype=pl.Boolean))
+    band = f"[{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}]"
+    notes = [f"stage {stage.name}: difficulty band {band} keeps {kept.height} of {df.height} items"]
+    unknown = sum(d is None for d in levels)
+    if unknown:
+        notes.append(
+            f"stage {stage.name}: {unknown} of {df.height} items have no metadata.{DIFFICULTY}; the band "
+            "ignores them (map a column to it with mapping = {'metadata.difficulty' = '<column>'})"
+        )
+    if kept.height == 0:
+        raise InputError(f"stage {stage.name}: the difficulty band {band} leaves none of {df.height} items")
+    return kept, notes
+
+
+def stage_items(data: CurriculumData, stage: Stage) -> tuple[pl.DataFrame, list[float], list[str]]:
+    """The stage's training items with their mixture key, their sampling weights, and notes."""
+    df, notes = difficulty_band(data.train, stage)
+    kept, weights = mixture_weights(df, stage.mixture, where=f"stage {stage.name}")
+    return kept, weights, notes

@@ -7,7 +7,7 @@ same prompt, so the pipeline's eval calls `prompt_text` too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from verifiers.math import reference_answer
@@ -24,3 +24,16 @@ def answer_text(item: Mapping[str, Any]) -> str:
     if item["domain"] == "logic":
         return f"<answer>{reference}</answer>"
     return reference
+
+
+def encode_prompt(tokenizer, item: Mapping[str, Any]) -> list[int]:
+    return list(tokenizer.encode(prompt_text(item), add_special_tokens=True))
+
+
+def sft_examples(tokenizer, rows: Sequence[Mapping[str, Any]]) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, answer ids + EOS): the model learns to answer in the verifier's format, then stop."""
+    eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    return [
+        (encode_prompt(tokenizer, r), list(tokenizer.encode(answer_text(r), add_special_tokens=False)) + eos)
+        for r in rows
+    ]

@@ -3,10 +3,10 @@ M1_HOME, and a markdown summary that embeds the plot."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Sequence
 from pathlib import Path
 
+from flows.artifacts import embed_png
 from flows.atomic import atomic_path
 
 TABLE_COLUMNS = (
@@ -24,6 +24,12 @@ TABLE_COLUMNS = (
     "entropy",
     "grad_norm",
     "logprob_corr",
+    "perplexity",
+    "response_len_p99_ratio",
+    "window_length_ready",
+    "window_ppl_ready",
+    "repetition_truncated",
+    "val/all",
 )
 PANELS = (
     ("reward_mean", "mean reward"),
@@ -34,7 +40,68 @@ PANELS = (
 
 
 def metrics_table(history: Sequence[dict[str, float]]) -> list[dict[str, float | None]]:
-    return [{k: (round(h[k], 4) if k in h else None) for k in TABLE_COLUMNS} for h in history]
+    """The step metrics a person scans first, plus every mixture key's weight and pass rate."""
+    keys = list(TABLE_COLUMNS) + sorted({k for h in history for k in h if k.startswith(("weight/", "pass/"))})
+    return [{k: (round(h[k], 4) if k in h else None) for k in keys} for h in history]
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=90)
+    plt.close(fig)
+    return path
+
+
+def plot_sft(history: Sequence[dict[str, float]], path: Path, title: str) -> Path:
+    """The SFT warm start's loss per step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot([h["step"] for h in history], [h["loss"] for h in history])
+    ax.set_xlabel("SFT step")
+    ax.set_ylabel("answer-token loss")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_weights(history: Sequence[dict[str, float]], path: Path, title: str) -> Path:
+    """Left: each mixture key's sampling weight per step. Right: a key x step heat map of pass rates."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    keys = sorted({k.split("/", 1)[1] for h in history for k in h if k.startswith(("weight/", "pass/"))})
+    steps = [int(h["step"]) for h in history]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 1.6 + 0.35 * max(len(keys), 4)))
+    for key in keys:
+        points = [(h["step"], h[f"weight/{key}"]) for h in history if f"weight/{key}" in h]
+        if points:
+            left.plot(*zip(*points, strict=True), marker="o", markersize=3, label=key)
+    left.set_title("mixture weight (share of prompts)", fontsize=10)
+    left.set_xlabel("RL step")
+    left.grid(alpha=0.3)
+    if keys:
+        left.legend(fontsize=8)
+    grid = np.array([[h.get(f"pass/{k}", np.nan) for h in history] for k in keys] or [[np.nan]])
+    image = right.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    right.set_yticks(range(len(keys)), keys, fontsize=8)
+    right.set_xticks(range(len(steps)), steps, fontsize=7)
+    right.set_xlabel("RL step")
+    right.set_title("pass rate per key (blank: not sampled)", fontsize=10)
+    fig.colorbar(image, ax=right)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
 
 
 def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str) -> Path:
@@ -59,20 +126,16 @@ def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str) -> 
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
-def stage_markdown(
-    stage: str, start_from: str, final: Path, history: Sequence[dict[str, float]], plot: Path | None
-) -> str:
+def stage_markdown(summary: dict, history: Sequence[dict[str, float]]) -> str:
+    """The stage's report: where it started, reward and validation before/after, warnings, plots."""
     lines = [
-        f"# Training stage `{stage}`",
+        f"# Training stage `{summary['stage']}`",
         "",
-        f"- started from: `{start_from}`",
-        f"- final model: `{final}`",
+        f"- started from: `{summary['start_from']}`",
+        f"- final model: `{summary['final']}`",
         f"- RL steps: {len(history)}",
     ]
     if history:
@@ -82,7 +145,22 @@ def stage_markdown(
             f"(step {int(last['step'])})"
         )
         lines.append(f"- all steps finite: {all(h.get('finite') == 1.0 for h in history)}")
-    if plot is not None:
-        data = base64.b64encode(plot.read_bytes()).decode()
-        lines += ["", f"![curves](data:image/png;base64,{data})", "", f"Plot file: `{plot}`"]
+        lines.append(
+            f"- responses stopped by repetition: {int(sum(h.get('repetition_truncated', 0) for h in history))}"
+        )
+    val = summary.get("validation") or {}
+    keys = sorted(set(val.get("start", {})) | set(val.get("end", {})))
+    if keys:
+        lines += ["", "| held-out set | pass rate at start | at end |", "|---|---:|---:|"]
+        for key in keys:
+            fmt = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
+            lines.append(
+                f"| {key.removeprefix('val/')} | {fmt(val.get('start', {}).get(key))} | {fmt(val.get('end', {}).get(key))} |"
+            )
+    for warning in summary.get("warnings", []):
+        lines += ["", f"**Warning:** {warning}"]
+    if summary.get("notes"):
+        lines += ["", *[f"- {n}" for n in summary["notes"]]]
+    for plot in summary.get("plots", []):
+        lines += ["", embed_png(plot, Path(plot).stem), "", f"Plot file: `{plot}`"]
     return "\n".join(lines) + "\n"

@@ -15,9 +15,13 @@ from verifiers.base import Registry, Reward, Verifier, default_registry, verify_
 
 
 def resolve_verifiers(
-    domains: Iterable[str], names: Mapping[str, str], registry: Registry | None = None
+    domains: Iterable[str],
+    names: Mapping[str, str],
+    registry: Registry | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Verifier]:
-    """One verifier per domain, built now so that a missing plugin fails before any training."""
+    """One verifier per domain, built now (with its ``options``, by verifier name) so that a missing
+    plugin fails before any training."""
     registry = registry if registry is not None else default_registry()
     out = {}
     for domain in sorted(set(domains)):
@@ -26,10 +30,18 @@ def resolve_verifiers(
                 f"no verifier for domain {domain!r}: add it to the curriculum's [verifiers] table"
             )
         try:
-            out[domain] = registry.get(names[domain])
+            out[domain] = registry.get(names[domain], **dict((options or {}).get(names[domain], {})))
         except KeyError as exc:
             raise InputError(f"domain {domain!r}: {exc.args[0]}") from None
     return out
+
+
+def verifier_options(config) -> dict[str, dict[str, Any]]:
+    """Options the run's own services and folders give the built-in verifiers that need them: the SWE
+    verifier's repositories (and, with GenRM, the judge's endpoint)."""
+    from flows.swe.flow import repos_dir
+
+    return {"swe": {"repos_dir": str(repos_dir(config))}}
 
 
 def score(

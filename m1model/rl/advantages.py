@@ -43,13 +43,3 @@ def overlong_penalty(lengths: Tensor, max_len: int, cache_len: int) -> Tensor:
     return torch.where(
         lengths <= soft, torch.zeros_like(lengths), torch.where(lengths <= max_len, ramp, -1.0)
     )
-
-
-def length_window_ready(
-    lengths: Tensor, max_new_tokens: int, *, quantile: float = 0.99, near: float = 0.95
-) -> bool:
-    """MiniMax-M1 section 5: widen the generation window once the 99th percentile of output lengths
-    approaches the current limit."""
-    if lengths.numel() == 0:
-        return False
-    return float(torch.quantile(lengths.to(torch.float32), quantile)) >= near * max_new_tokens

@@ -2,7 +2,9 @@
 
 Layout: ``<root>/step-000012/{model/, trainer.pt}``. A checkpoint folder is written under a temporary
 name and renamed into place only when complete, so `latest_checkpoint` never returns a half-written one
-(a run killed mid-save resumes from the previous checkpoint).
+(a run killed mid-save resumes from the previous checkpoint). Folders leave the same way they came: renamed
+to a hidden name first, then deleted, so a kill during a deletion leaves nothing under a ``step-`` name
+either.
 """
 
 from __future__ import annotations
@@ -25,12 +27,28 @@ def checkpoint_path(root: str | os.PathLike, step: int) -> Path:
     return Path(root) / f"step-{step:06d}"
 
 
+def complete(path: Path) -> bool:
+    """Both parts present (a folder only ever gets its step name once complete; this guards the rest)."""
+    return (path / STATE_FILE).is_file() and (path / MODEL_DIR / "config.json").is_file()
+
+
 def list_checkpoints(root: str | os.PathLike) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in root.iterdir() if (m := _STEP.match(p.name)) and p.is_dir()]
+    found = [(int(m.group(1)), p) for p in root.iterdir() if (m := _STEP.match(p.name)) and complete(p)]
     return [p for _, p in sorted(found)]
+
+
+def _remove(path: Path) -> None:
+    """Rename out of sight (atomic), then delete."""
+    gone = path.with_name(f".{path.name}.removing")
+    shutil.rmtree(gone, ignore_errors=True)
+    try:
+        os.rename(path, gone)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(gone, ignore_errors=True)
 
 
 def latest_checkpoint(root: str | os.PathLike) -> Path | None:
@@ -45,22 +63,25 @@ def save_checkpoint(
     state: dict[str, Any],
     *,
     keep_last: int = 2,
+    state_dict: dict[str, torch.Tensor] | None = None,
 ) -> Path:
-    """Save ``model`` (``save_pretrained``) and ``state`` (optimizer state dict, step, ...) atomically;
-    keep only the newest ``keep_last`` checkpoints."""
+    """Save ``model`` (``save_pretrained``, with ``state_dict`` as its weights when given) and ``state``
+    (optimizer state dict, step, ...) atomically; keep only the newest ``keep_last`` checkpoints."""
     target = checkpoint_path(root, step)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        model.save_pretrained(tmp / MODEL_DIR)
+        if state_dict is None:
+            model.save_pretrained(tmp / MODEL_DIR)
+        else:
+            model.save_pretrained(tmp / MODEL_DIR, state_dict=state_dict)
         torch.save(state, tmp / STATE_FILE)
-        if target.exists():  # re-saving the same step (a resumed run): replace it
-            shutil.rmtree(target)
+        _remove(target)  # re-saving the same step (a resumed run): replace it
         os.rename(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for old in list_checkpoints(root)[:-keep_last] if keep_last > 0 else []:
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
     return target
 
 

@@ -21,6 +21,16 @@ Objectives (MiniMax-M1, arXiv:2506.13585, section 3.1); the loss is the negated 
 
 Several groups in one batch: the objective is the mean over groups of each group's normalised sum,
 i.e. the expectation over prompts q in Eq. 1 and Eq. 4.
+
+Section 5's fix for pattern collapse late in a length window, ``sample_level`` = lambda: negative responses
+grow longer than positive ones, so under token-level normalisation (Eq. 4) they carry a share of the
+gradient proportional to their length. The paper "adopted the combined sample-level loss and token-level
+normalisation"; here that is the convex mix of the two weightings,
+
+    w_{i,t} = (1 - lambda) / sum_i |o_i|  +  lambda / (G |o_i|),
+
+so each response keeps a floor of 1/G of the weight whatever its length while long responses still count
+per token. lambda = 0 is Eq. 4 (the default), lambda = 1 is Eq. 1's sample-level mean.
 """
 
 from __future__ import annotations
@@ -43,6 +53,11 @@ class LossConfig:
     eps_is_high: float = 2.0  # CISPO: the only bound the paper tunes
     unified_mask: bool = False  # CISPO with the token mask M of Eq. 7
     kl_coef: float = 0.0  # GRPO's beta; off by default, as in CISPO and DAPO
+    sample_level: float = 0.0  # section 5: weight of the sample-level mean mixed into token-level weights
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.sample_level <= 1.0:
+            raise ValueError(f"sample_level must be in [0, 1], got {self.sample_level}")
 
 
 def trust_region_mask(ratio: Tensor, advantages: Tensor, eps_low: float, eps_high: float) -> Tensor:
@@ -133,6 +148,9 @@ def policy_loss(
         keep = region
         clipped = (ratio.detach() < 1 - cfg.eps_low) | (ratio.detach() > 1 + eps_high)
         weights = (sequence_level_weights if name == "grpo" else token_level_weights)(mask, group_index)
+    if cfg.sample_level:
+        lam = cfg.sample_level
+        weights = (1 - lam) * weights + lam * sequence_level_weights(mask, group_index)
 
     kl_ref = None
     if cfg.kl_coef:

@@ -36,13 +36,18 @@ class PromptPool:
             raise ValueError("the prompt pool is empty")
         if len(self.prompts) != len(self.items):
             raise ValueError(f"{len(self.prompts)} prompts but {len(self.items)} items")
-        if self.weights is not None:
-            w = np.asarray(self.weights, dtype=np.float64)
-            if len(w) != len(self.prompts) or (w < 0).any() or w.sum() <= 0:
-                raise ValueError("weights must be one non-negative number per prompt, not all zero")
-            self._p = w / w.sum()
-        else:
+        self.set_weights(self.weights)
+
+    def set_weights(self, weights: Sequence[float] | None) -> None:
+        """Replace the sampling weights (a curriculum moves them between steps); None: uniform."""
+        self.weights = weights
+        if weights is None:
             self._p = None
+            return
+        w = np.asarray(weights, dtype=np.float64)
+        if len(w) != len(self.prompts) or (w < 0).any() or w.sum() <= 0:
+            raise ValueError("weights must be one non-negative number per prompt, not all zero")
+        self._p = w / w.sum()
 
     def sample(self, n: int, rng: np.random.Generator) -> list[int]:
         """n distinct prompt indices (with replacement only if the pool is smaller than n)."""
@@ -64,13 +69,36 @@ class Group:
 
 @dataclass
 class RolloutBatch:
-    groups: list[Group]
-    sampled: int = 0  # groups generated in total, before dynamic sampling
+    groups: list[Group]  # the groups the update trains on (informative ones, with dynamic sampling)
+    sampled_groups: list[Group] = field(default_factory=list)  # every group of every round
     rounds: int = 0
-    all_rewards: list[float] = field(default_factory=list)  # every response of every round
-    all_lengths: list[int] = field(default_factory=list)
-    truncated: int = 0  # hit the generation window
-    repetitive: int = 0  # stopped early by the engine's repetition rule (M1 section 3.2)
+
+    @property
+    def sampled(self) -> int:
+        return len(self.sampled_groups)
+
+    @property
+    def all_rewards(self) -> list[float]:  # every response of every round
+        return [r for g in self.sampled_groups for r in g.rewards]
+
+    @property
+    def all_lengths(self) -> list[int]:
+        return [len(r) for g in self.sampled_groups for r in g.responses]
+
+    @property
+    def all_indices(self) -> list[int]:  # the pool index of each response's prompt
+        return [g.index for g in self.sampled_groups for _ in g.responses]
+
+    @property
+    def all_finish_reasons(self) -> list[str]:
+        return [f for g in self.sampled_groups for f in g.finish_reasons]
+
+    @property
+    def mean_nll(self) -> float:
+        """Mean negative log-likelihood per generated token under the sampling policy: the log of the
+        perplexity of the generated sequences (M1 section 5 watches it converge before widening)."""
+        logps = [lp for g in self.sampled_groups for seq in g.logprobs for lp in seq]
+        return -float(np.mean(logps)) if logps else 0.0
 
 
 def score_groups(

@@ -12,13 +12,21 @@ One step (MiniMax-M1 section 3; DAPO for dynamic sampling):
    is logged); later ones are off-policy, which is where CISPO and PPO-style clipping differ.
 
 Every step is reproducible from (seed, step), so a resumed run continues exactly as an uninterrupted one.
+
+**Across processes** (torchrun; `m1model.rl.distributed`): every rank draws the same prompts from the
+same (seed, step, round) and generates and scores its own share of the groups, so a group never spans
+ranks and its advantages stay group-relative. Dynamic sampling refills until the *global* count of
+informative groups is reached, with that count all-reduced, so every rank runs the same rounds and the
+same number of optimizer steps. Hooks and metrics see every rank's groups (gathered), so the curriculum's
+weights move identically everywhere. The loss keeps Eq. 4's normalisation over the global batch: see
+`update`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,11 +34,21 @@ import numpy as np
 import torch
 
 from m1model.engine import Engine, SamplingParams
-from m1model.rl.advantages import informative_groups, length_window_ready
-from m1model.rl.checkpoint import latest_checkpoint, load_state, rng_state, save_checkpoint, set_rng_state
+from m1model.rl.advantages import informative_groups
+from m1model.rl.checkpoint import (
+    MODEL_DIR,
+    checkpoint_path,
+    latest_checkpoint,
+    load_state,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from m1model.rl.distributed import SINGLE, DataParallel, DistContext, Strategy, comm_seconds
 from m1model.rl.losses import Algorithm, LossConfig, policy_loss
 from m1model.rl.optim import paper_adamw
 from m1model.rl.rollout import Collated, Group, PromptPool, RewardFn, RolloutBatch, collate, score_groups
+from m1model.rl.window import LengthWindow
 
 
 @dataclass
@@ -45,7 +63,11 @@ class RLConfig:
     grad_clip: float = 1.0
     max_new_tokens: int = 64  # the generation window at the start
     max_new_tokens_limit: int | None = None  # widen up to this (M1 section 5); None: fixed window
-    window_step: int = 0  # tokens added when the p99 response length nears the window
+    window_step: int = 0  # tokens added when p99 length nears the window and perplexity converged
+    window_ppl_steps: int = 3  # steps over which perplexity must be stable before widening
+    window_ppl_tol: float = 0.05  # relative perplexity change counted as stable
+    repetition_run: int = 3000  # early truncation: stop after this many tokens in a row ...
+    repetition_prob: float = 0.99  # ... each with probability above this (M1 section 3.2)
     temperature: float = 1.0
     top_p: float = 1.0
     stop_token_ids: tuple[int, ...] = ()
@@ -68,6 +90,11 @@ class RLConfig:
 
 
 Metrics = dict[str, float]
+# Called after each step's rollouts, before the update; returns extra metrics to log (or None). A hook
+# may change the trainer's state for later steps (the pool's weights, the window), never this batch.
+StepHook = Callable[["RLTrainer", RolloutBatch], Metrics | None]
+# Called after each step's update, before it is recorded and checkpointed (e.g. validation every N steps).
+AfterStep = Callable[["RLTrainer", Metrics], Metrics | None]
 
 
 def _weighted(rows: list[tuple[Metrics, float]]) -> Metrics:
@@ -81,6 +108,10 @@ def _weighted(rows: list[tuple[Metrics, float]]) -> Metrics:
 
 
 class RLTrainer:
+    """``engine`` samples the rollouts. An engine with its own copy of the policy (vLLM, or the replica
+    an FSDP run samples from) has ``load_weights(named_tensors)``: the trainer pushes the updated weights
+    into it after every update, so the next batch is sampled from the current policy."""
+
     def __init__(
         self,
         model: torch.nn.Module,
@@ -92,19 +123,40 @@ class RLTrainer:
         checkpoint_dir: str | Path | None = None,
         checkpoint_every: int = 0,
         keep_last: int = 2,
+        step_hooks: Sequence[StepHook] = (),
+        after_step: Sequence[AfterStep] = (),
+        dist: DistContext = SINGLE,
+        strategy: Strategy = "ddp",
     ):
         self.model, self.engine, self.reward_fn, self.pool, self.cfg = model, engine, reward_fn, pool, cfg
+        self.step_hooks = list(step_hooks)
+        self.after_step = list(after_step)
+        self.dist = dist
+        self.parallel = DataParallel(model, dist, strategy)  # shards the model under FSDP
         self.optimizer = paper_adamw(model.parameters(), cfg.lr, cfg.weight_decay)
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
         self.checkpoint_every = checkpoint_every
         self.keep_last = keep_last
         self.step = 0
-        self.max_new_tokens = cfg.max_new_tokens
+        self.window = LengthWindow(
+            cfg.max_new_tokens,
+            cfg.max_new_tokens_limit,
+            cfg.window_step,
+            ppl_steps=cfg.window_ppl_steps,
+            ppl_tol=cfg.window_ppl_tol,
+        )
         self.history: list[Metrics] = []
+
+    @property
+    def max_new_tokens(self) -> int:
+        """The current generation window."""
+        return self.window.current
 
     # -- rollouts ---------------------------------------------------------------------------------------
 
     def _generate(self, indices: list[int], seed: int) -> list[Group]:
+        if not indices:  # a rank whose share of a refill round is empty
+            return []
         cfg = self.cfg
         prompts = [list(self.pool.prompts[i]) for i in indices]
         params = SamplingParams(
@@ -113,6 +165,8 @@ class RLTrainer:
             max_tokens=self.max_new_tokens,
             stop_token_ids=list(cfg.stop_token_ids),
             seed=seed,
+            repetition_run=cfg.repetition_run,
+            repetition_prob=cfg.repetition_prob,
         )
         completions = self.engine.generate([p for p in prompts for _ in range(cfg.group_size)], params)
         groups = []
@@ -131,35 +185,48 @@ class RLTrainer:
         return groups
 
     def rollout(self) -> RolloutBatch:
-        """Sample, score and (with dynamic sampling) filter and refill groups for the current step."""
-        cfg = self.cfg
+        """Sample, score and (with dynamic sampling) filter and refill this rank's groups for the current
+        step. Every rank draws the same prompts and takes every world_size-th one."""
+        cfg, d = self.cfg, self.dist
         batch = RolloutBatch(groups=[])
+        kept = 0  # informative groups so far, on all ranks
         for rnd in range(cfg.max_sampling_rounds):
             rng = np.random.default_rng([cfg.seed, self.step, rnd])
-            indices = self.pool.sample(cfg.prompts_per_step - len(batch.groups), rng)
-            groups = self._generate(indices, seed=int(rng.integers(2**31 - 1)))
-            score_groups(
-                groups,
-                self.pool,
-                self.reward_fn,
-                max_new_tokens=self.max_new_tokens,
-                overlong_cache=cfg.overlong_cache,
-            )
+            indices = self.pool.sample(cfg.prompts_per_step - kept, rng)
+            seed = int(rng.integers(2**31 - 1)) + d.rank  # ranks sample different responses
+            groups = self._generate(indices[d.rank :: d.world_size], seed=seed)
+            if groups:
+                score_groups(
+                    groups,
+                    self.pool,
+                    self.reward_fn,
+                    max_new_tokens=self.max_new_tokens,
+                    overlong_cache=cfg.overlong_cache,
+                )
             batch.rounds += 1
-            batch.sampled += len(groups)
-            for g in groups:
-                batch.all_rewards += g.rewards
-                batch.all_lengths += [len(r) for r in g.responses]
-                batch.truncated += sum(f == "length" for f in g.finish_reasons)
-                batch.repetitive += sum(f == "repetition" for f in g.finish_reasons)
+            batch.sampled_groups += groups
             if not cfg.dynamic_sampling:
                 batch.groups = groups
                 break
-            informative = informative_groups(torch.tensor([g.rewards for g in groups])).tolist()
-            batch.groups += [g for g, keep in zip(groups, informative, strict=True) if keep]
-            if len(batch.groups) >= cfg.prompts_per_step:
+            if groups:
+                informative = informative_groups(torch.tensor([g.rewards for g in groups])).tolist()
+                batch.groups += [g for g, keep in zip(groups, informative, strict=True) if keep]
+            kept = int(d.sum(len(batch.groups))[0])  # one decision for all ranks: same rounds everywhere
+            if kept >= cfg.prompts_per_step:
                 break
         return batch
+
+    def gather(self, batch: RolloutBatch) -> RolloutBatch:
+        """Every rank's groups in one batch (rank order), identical on every rank; this batch itself in
+        one process."""
+        if not self.dist.enabled:
+            return batch
+        parts = self.dist.gather((batch.groups, batch.sampled_groups, batch.rounds))
+        return RolloutBatch(
+            groups=[g for kept, _, _ in parts for g in kept],
+            sampled_groups=[g for _, sampled, _ in parts for g in sampled],
+            rounds=parts[0][2],
+        )
 
     # -- updates ----------------------------------------------------------------------------------------
 
@@ -172,72 +239,98 @@ class RLTrainer:
         return out
 
     def update(self, batch: RolloutBatch) -> Metrics:
-        cfg = self.cfg
+        """``updates_per_batch`` optimizer steps on this rank's groups, each on one minibatch.
+
+        Eq. 4 normalises each group's token sum by the group's own token count and averages over the
+        groups of the minibatch. A group never spans ranks, so its token count is local; the number of
+        groups N_u of minibatch u is global and all-reduced. A micro-batch holding n of them contributes
+        its per-group mean with weight n / N_u; gradients are averaged over the W ranks, so each rank's
+        loss is scaled by W. The sum over ranks and micro-batches is then exactly the single-process
+        loss on the global minibatch (minibatch u = every rank's u-th share of its own groups).
+        """
+        cfg, d = self.cfg, self.dist
         device = next(self.model.parameters()).device
-        data = collate(batch.groups, normalize_std=cfg.normalize_std, pad_id=cfg.pad_token_id).to(device)
-        n_groups = len(batch.groups)
-        chunks = np.array_split(np.arange(n_groups), min(cfg.updates_per_batch, n_groups))
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        n_local = len(batch.groups)
+        data = None
+        if n_local:
+            data = collate(batch.groups, normalize_std=cfg.normalize_std, pad_id=cfg.pad_token_id).to(device)
+        n_global = int(d.sum(n_local)[0])
+        if n_global == 0:
+            raise ValueError("update() needs at least one group on some rank")
+        chunks = np.array_split(np.arange(n_local), min(cfg.updates_per_batch, n_global))
         self.model.train()
 
         rows: list[tuple[Metrics, float]] = []
         grad_norms, skipped = [], 0
-        mismatch: list[tuple[torch.Tensor, torch.Tensor]] = []
+        mismatch = torch.zeros(7, dtype=torch.float64)  # sufficient statistics, summed over ranks
         for u in range(cfg.updates_per_batch):
             groups = chunks[u % len(chunks)]
+            n_u = int(d.sum(len(groups))[0])
+            micro = self._micro_batches(data, groups) if len(groups) else []
+            n_micro = int(d.max(len(micro)))
             self.optimizer.zero_grad(set_to_none=True)
             finite = True
-            for idx in self._micro_batches(data, groups):
-                sub = data.rows(idx)
-                if cfg.track_entropy:  # from the same fused pass as the log-probs
-                    logp, entropy = self.model.token_logprobs(
-                        sub.input_ids, sub.attention_mask, return_entropy=True
+            for k in range(n_micro):
+                with self.parallel.accumulate(last=k == n_micro - 1):
+                    if k >= len(micro):  # this rank has no more micro-batches this step; others do
+                        self.parallel.dummy_backward()
+                        continue
+                    sub = data.rows(micro[k])
+                    if cfg.track_entropy:  # from the same fused pass as the log-probs
+                        logp, entropy = self.parallel.logprobs(
+                            sub.input_ids, sub.attention_mask, return_entropy=True
+                        )
+                        entropy = entropy.detach()
+                    else:
+                        logp, entropy = self.parallel.logprobs(sub.input_ids, sub.attention_mask), None
+                    loss, m = policy_loss(
+                        cfg.algorithm,
+                        logp,
+                        sub.old_logp,
+                        sub.advantages,
+                        sub.response_mask,
+                        cfg.loss,
+                        group_index=sub.group_index,
+                        entropy=entropy,
                     )
-                    entropy = entropy.detach()
-                else:
-                    logp, entropy = self.model.token_logprobs(sub.input_ids, sub.attention_mask), None
-                loss, m = policy_loss(
-                    cfg.algorithm,
-                    logp,
-                    sub.old_logp,
-                    sub.advantages,
-                    sub.response_mask,
-                    cfg.loss,
-                    group_index=sub.group_index,
-                    entropy=entropy,
-                )
-                share = sub.group_index.unique().numel() / len(groups)
-                (loss * share).backward()
+                    share = sub.group_index.unique().numel() / n_u
+                    (loss * (share * d.world_size)).backward()
                 finite &= bool(torch.isfinite(loss.detach()))
                 rows.append(({"loss": float(loss.detach())} | m, float(sub.response_mask.sum())))
                 if u == 0:  # on-policy pass: training vs inference log-probs of the same tokens
                     sel = sub.response_mask > 0
-                    mismatch.append((logp.detach()[sel].float().cpu(), sub.old_logp[sel].float().cpu()))
-            norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
-            grad_norms.append(float(norm))
-            if finite and math.isfinite(float(norm)):
+                    mismatch += _mismatch_sums(logp.detach()[sel], sub.old_logp[sel])
+            norm = self.parallel.clip_grad_norm_(cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
+            grad_norms.append(norm)
+            if d.all_true(finite) and math.isfinite(norm):
                 self.optimizer.step()
             else:  # a non-finite step would poison AdamW's moments for good: skip it, and say so
                 skipped += 1
             self.optimizer.zero_grad(set_to_none=True)
 
-        metrics = _weighted(rows)
+        metrics = _weighted([row for part in d.gather(rows) for row in part])
         metrics["grad_norm"] = float(np.mean(grad_norms))
         metrics["grad_norm_max"] = float(np.max(grad_norms))
         metrics["skipped_updates"] = float(skipped)
-        train_lp, infer_lp = (torch.cat(x) for x in zip(*mismatch, strict=True))
-        metrics["logprob_abs_diff"] = float((train_lp - infer_lp).abs().mean())
-        if train_lp.numel() > 1 and train_lp.std() > 0 and infer_lp.std() > 0:
-            metrics["logprob_corr"] = float(torch.corrcoef(torch.stack([train_lp, infer_lp]))[0, 1])
+        metrics |= _mismatch_metrics(d.sum(*mismatch.tolist()))
         return metrics
+
+    def push_weights(self) -> None:
+        """Load the current weights into an engine that holds its own copy (vLLM, an FSDP replica)."""
+        load = getattr(self.engine, "load_weights", None)
+        if load is not None:
+            load(self.parallel.full_weights())
 
     # -- the loop ---------------------------------------------------------------------------------------
 
     def train_step(self) -> Metrics:
-        t0 = time.perf_counter()
-        batch = self.rollout()
+        t0, comm0 = time.perf_counter(), comm_seconds()
+        local = self.rollout()
+        batch = self.gather(local)  # every rank's groups: the metrics and hooks see the global batch
+        t_rollout = time.perf_counter()
         rewards = np.asarray(batch.all_rewards)
         lengths = np.asarray(batch.all_lengths)
+        finish = batch.all_finish_reasons
         metrics: Metrics = {
             "step": float(self.step + 1),
             "reward_mean": float(rewards.mean()),
@@ -247,19 +340,29 @@ class RLTrainer:
             "sampling_rounds": float(batch.rounds),
             "response_len_mean": float(lengths.mean()),
             "response_len_p99": float(np.quantile(lengths, 0.99)),
-            "truncated_fraction": float(batch.truncated / max(len(lengths), 1)),
-            "repetition_fraction": float(batch.repetitive / max(len(lengths), 1)),
-            "max_new_tokens": float(self.max_new_tokens),
+            "truncated_fraction": finish.count("length") / max(len(finish), 1),
+            "repetition_fraction": finish.count("repetition") / max(len(finish), 1),
+            "repetition_truncated": float(finish.count("repetition")),
         }
+        for hook in self.step_hooks:  # curriculum weights, length-bias monitors: read the rollouts
+            metrics |= hook(self, batch) or {}
+        t_update = time.perf_counter()
         if batch.groups:
-            metrics |= self.update(batch)
+            metrics |= self.update(local)
+            self.push_weights()
         else:  # every group was uninformative: nothing to learn from this step
             metrics["skipped_updates"] = float(self.cfg.updates_per_batch)
         metrics["finite"] = float(all(math.isfinite(v) for v in metrics.values()))
         metrics["seconds"] = time.perf_counter() - t0
+        metrics["rollout_seconds"] = t_rollout - t0
+        metrics["update_seconds"] = time.perf_counter() - t_update
+        if self.dist.enabled:  # this rank's time in collectives, all-reduces overlapping backward included
+            metrics["comm_seconds"] = comm_seconds() - comm0
+        metrics |= self.window.observe(lengths, batch.mean_nll)  # may widen the next step's window
         self.step += 1
+        for hook in self.after_step:
+            metrics |= hook(self, metrics) or {}
         self.history.append(metrics)
-        self._maybe_widen_window(lengths)
         if (
             self.checkpoint_dir is not None
             and self.checkpoint_every
@@ -267,14 +370,6 @@ class RLTrainer:
         ):
             self.save()
         return metrics
-
-    def _maybe_widen_window(self, lengths: np.ndarray) -> None:
-        """M1 section 5: once the p99 response length approaches the window, widen it by one step."""
-        limit, step = self.cfg.max_new_tokens_limit, self.cfg.window_step
-        if limit is None or not step or self.max_new_tokens >= limit:
-            return
-        if length_window_ready(torch.as_tensor(lengths), self.max_new_tokens):
-            self.max_new_tokens = min(limit, self.max_new_tokens + step)
 
     def train(self, total_steps: int, on_step: Callable[[Metrics], None] | None = None) -> list[Metrics]:
         """Run until ``self.step == total_steps`` (a resumed trainer continues where it stopped)."""
@@ -287,20 +382,31 @@ class RLTrainer:
     # -- checkpoints ------------------------------------------------------------------------------------
 
     def save(self, root: str | Path | None = None) -> Path:
+        """Write a checkpoint (rank 0 writes; every rank must call it, since FSDP gathers shards)."""
         root = root if root is not None else self.checkpoint_dir
         if root is None:
             raise ValueError("no checkpoint directory: pass one to RLTrainer or save()")
         state = {
             "step": self.step,
-            "max_new_tokens": self.max_new_tokens,
-            "optimizer": self.optimizer.state_dict(),
+            "window": self.window.state_dict(),
+            "hooks": [h.state_dict() if hasattr(h, "state_dict") else None for h in self.step_hooks],
+            # The hooks set these from the rollouts: the next step samples with them.
+            "pool_weights": None if self.pool.weights is None else [float(w) for w in self.pool.weights],
+            "optimizer": self.parallel.optimizer_state_dict(self.optimizer),
             "rng": rng_state(),
+            "rng_ranks": self.dist.gather(rng_state()),
             "history": self.history,
         }
-        return save_checkpoint(root, self.step, self.model, state, keep_last=self.keep_last)
+        weights = self.parallel.full_state_dict()
+        if not self.dist.is_main:
+            return checkpoint_path(root, self.step)
+        return save_checkpoint(
+            root, self.step, self.model, state, keep_last=self.keep_last, state_dict=weights
+        )
 
     def resume(self, path: str | Path | None = None) -> bool:
-        """Load the given checkpoint, or the latest in ``checkpoint_dir``; False if there is none."""
+        """Load the given checkpoint, or the latest in ``checkpoint_dir``; False if there is none. Every
+        rank loads the checkpoint rank 0 wrote."""
         path = (
             Path(path)
             if path is not None
@@ -308,17 +414,48 @@ class RLTrainer:
         )
         if path is None:
             return False
-        load_model_weights(self.model, path)
+        # FSDP2 subclasses the model's class: load with the class that defines from_pretrained.
+        cls = next(c for c in type(self.model).__mro__ if "from_pretrained" in vars(c))
+        weights = cls.from_pretrained(Path(path) / MODEL_DIR).state_dict()
+        self.parallel.load_full_state_dict(weights)
         state = load_state(path)
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.parallel.load_optimizer_state_dict(self.optimizer, state["optimizer"])
         self.step = int(state["step"])
-        self.max_new_tokens = int(state["max_new_tokens"])
+        self.window.load_state_dict(state["window"])
+        for hook, saved in zip(self.step_hooks, state.get("hooks", []), strict=False):
+            if saved is not None and hasattr(hook, "load_state_dict"):
+                hook.load_state_dict(saved)  # e.g. dynamic mixture weights, restored with the pool
+        if "pool_weights" in state:
+            self.pool.set_weights(state["pool_weights"])
         self.history = list(state["history"])
-        set_rng_state(state["rng"])
+        ranks = state.get("rng_ranks") or []
+        set_rng_state(ranks[self.dist.rank] if len(ranks) == self.dist.world_size else state["rng"])
+        self.push_weights()
         return True
 
 
-def load_model_weights(model: torch.nn.Module, checkpoint: str | Path) -> None:
-    """Copy the weights of a checkpoint's HF-format model folder into ``model`` in place."""
-    loaded = type(model).from_pretrained(Path(checkpoint) / "model")
-    model.load_state_dict(loaded.state_dict())
+def _mismatch_sums(train_lp: torch.Tensor, infer_lp: torch.Tensor) -> torch.Tensor:
+    """n, sum|x-y|, sum x, sum y, sum x^2, sum y^2, sum xy of the two log-prob vectors (float64)."""
+    x, y = train_lp.double().cpu(), infer_lp.double().cpu()
+    return torch.stack(
+        [
+            torch.tensor(float(x.numel()), dtype=torch.float64),
+            (x - y).abs().sum(),
+            x.sum(),
+            y.sum(),
+            (x * x).sum(),
+            (y * y).sum(),
+            (x * y).sum(),
+        ]
+    )
+
+
+def _mismatch_metrics(sums: list[float]) -> Metrics:
+    """The train-vs-rollout log-prob gap of the on-policy pass (the paper's precision-mismatch check):
+    mean absolute difference and Pearson correlation, from sums over every rank's tokens."""
+    n, absdiff, sx, sy, sxx, syy, sxy = sums
+    out = {"logprob_abs_diff": absdiff / max(n, 1.0)}
+    vx, vy = n * sxx - sx * sx, n * syy - sy * sy
+    if n > 1 and vx > 0 and vy > 0:
+        out["logprob_corr"] = (n * sxy - sx * sy) / math.sqrt(vx * vy)
+    return out

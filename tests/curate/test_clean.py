@@ -7,7 +7,7 @@ import json
 import polars as pl
 
 from flows.curate.clean import clean, latex_problem, parse_multiple_choice
-from flows.curate.llm import Endpoint
+from verifiers.endpoint import Endpoint
 
 GOOD = [
     ("What is $\\frac{1}{2} + \\frac{1}{4}$?", "\\boxed{\\frac{3}{4}}"),

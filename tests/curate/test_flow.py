@@ -20,7 +20,7 @@ PLANTED = {
 }
 
 
-def tiny_config(home, **curate) -> PipelineConfig:
+def tiny_config(home, shards: int = 3, runner: dict | None = None, **curate) -> PipelineConfig:
     return PipelineConfig.model_validate(
         {
             "name": "t",
@@ -32,7 +32,8 @@ def tiny_config(home, **curate) -> PipelineConfig:
                 "n_benchmark_leaks": 3,
                 "n_unparseable": 2,
             },
-            "curate": {"shards": 3, **curate},
+            "runner": {"shards": shards, **(runner or {})},
+            "curate": curate,
         }
     )
 
@@ -48,7 +49,7 @@ def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_pat
     out = run(cfg)
     manifest = out["manifest"]
     store = DatasetStore(cfg.home)
-    removed = store.quarantine("t-curation")
+    removed = store.quarantine("t-curated")
     for step, kind in PLANTED.items():
         got = removed.filter(pl.col("step") == step)
         assert planted_kind(got).count(kind) == {"exact": 4, "near": 4, "leak": 3, "unparseable": 2}[kind], (
@@ -57,10 +58,10 @@ def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_pat
         count = next(s for s in manifest["steps"] if s["step"] == step)
         assert count["removed"] == got.height
     assert removed.filter(pl.col("step") == "clean").height == 0
-    curated = store.read("t-curation")
+    curated = store.read("t-curated")
     assert "_row" not in curated.columns and set(planted_kind(curated)) == {None}
-    assert sorted(manifest["parents"]) == ["t-curation-clusters@v1", "t-curation-matches@v1"]
-    assert store.read("t-curation-matches")["benchmark"].unique().to_list() == ["tiny_benchmark"]
+    assert sorted(manifest["parents"]) == ["t-curated-clusters@v1", "t-curated-matches@v1"]
+    assert store.read("t-curated-matches")["benchmark"].unique().to_list() == ["tiny_benchmark"]
 
     assert "Cached" not in {state for _, state in out["tasks"]}
     assert len(list((tmp_path / "home" / "cache").iterdir())) >= 17  # persisted task results
@@ -71,7 +72,7 @@ def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_pat
     res = CliRunner().invoke(app, ["curate", "run", "--config", str(config_file)], terminal_width=200)
     assert res.exit_code == 0, res.output
     assert "17 of 17 tasks resumed from cache" in res.output
-    assert store.latest("t-curation") == 2 and store.read("t-curation", 2).equals(curated)
+    assert store.latest("t-curated") == 2 and store.read("t-curated", 2).equals(curated)
 
 
 def test_interrupted_run_leaves_the_store_consistent(prefect_harness, tmp_path, monkeypatch):
@@ -80,12 +81,12 @@ def test_interrupted_run_leaves_the_store_consistent(prefect_harness, tmp_path, 
     cfg = tiny_config(tmp_path / "home", shards=1)
     run(cfg)
     store = DatasetStore(cfg.home)
-    before = store.read("t-curation")
+    before = store.read("t-curated")
     # Crash while the curated dataset (the last write) is half written.
     real = pl.DataFrame.write_parquet
 
     def crash(self, file, *args, **kwargs):
-        if "t-curation/" in str(file).replace("\\", "/"):
+        if "t-curated/" in str(file).replace("\\", "/"):
             with open(file, "wb") as fh:
                 fh.write(b"PAR1 half a file")
             raise KeyboardInterrupt("killed mid-write")
@@ -93,7 +94,7 @@ def test_interrupted_run_leaves_the_store_consistent(prefect_harness, tmp_path, 
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", crash)
     with pytest.raises(BaseException, match="killed mid-write"):
-        run(tiny_config(tmp_path / "home", shards=1, minhash_threshold=0.75))
+        run(tiny_config(tmp_path / "home", shards=1, minhash={"threshold": 0.75}))
     monkeypatch.setattr(pl.DataFrame, "write_parquet", real)
     for name in store.names():
         m = store.manifest(name)
@@ -101,25 +102,22 @@ def test_interrupted_run_leaves_the_store_consistent(prefect_harness, tmp_path, 
         for parent in m.parents:
             ds, version = parent.split("@v")
             assert store.path(ds, int(version)).exists()
-    assert store.latest("t-curation") == 1 and store.read("t-curation").equals(before)
-    leftovers = [p for p in (store.datasets / "t-curation").iterdir() if p.name.startswith(".")]
+    assert store.latest("t-curated") == 1 and store.read("t-curated").equals(before)
+    leftovers = [p for p in (store.datasets / "t-curated").iterdir() if p.name.startswith(".")]
     assert leftovers == []
 
 
 @pytest.mark.slow
-def test_dask_runner_gives_the_same_output_as_local(prefect_harness, tmp_path):
-    from distributed import LocalCluster
-
+def test_dask_runner_gives_the_same_output_as_local(prefect_harness, dask_cluster, tmp_path):
     from flows.curate.flow import curate_flow as run
 
     local = run(tiny_config(tmp_path / "local", shards=3))["manifest"]
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        dask = run(
-            tiny_config(tmp_path / "dask", shards=3, runner="dask", dask_address=cluster.scheduler_address)
-        )["manifest"]
+    dask = run(
+        tiny_config(tmp_path / "dask", shards=3, runner={"kind": "dask", "dask_address": dask_cluster})
+    )["manifest"]
     assert [s | {"removed": 0} for s in dask["steps"]] == [s | {"removed": 0} for s in local["steps"]]
-    a = DatasetStore(tmp_path / "local").read("t-curation")
-    b = DatasetStore(tmp_path / "dask").read("t-curation")
+    a = DatasetStore(tmp_path / "local").read("t-curated")
+    b = DatasetStore(tmp_path / "dask").read("t-curated")
     assert a.equals(b) and a.height == local["rows"]
 
 
@@ -141,8 +139,8 @@ def test_flow_dedups_across_sources_and_separates_from_sft(prefect_harness, tmp_
         {
             "name": "src",
             "home": str(tmp_path / "home"),
+            "runner": {"shards": 2},
             "curate": {
-                "shards": 2,
                 "sft_path": str(sft),
                 "sources": [{"path": str(first), "name": "first"}, {"path": str(second), "name": "second"}],
             },
@@ -150,13 +148,13 @@ def test_flow_dedups_across_sources_and_separates_from_sft(prefect_harness, tmp_
     )
     run(cfg)
     store = DatasetStore(cfg.home)
-    assert store.read("src-curation")["id"].to_list() == [
+    assert store.read("src-curated")["id"].to_list() == [
         "first-000000",
         "first-000001",
         "first-000002",
         "second-000001",
     ]
-    removed = store.quarantine("src-curation")
+    removed = store.quarantine("src-curated")
     by_step = dict(zip(removed["step"], removed["reason"], strict=True))
     assert by_step["ingest"].startswith("line 4: invalid JSON")
     assert by_step["exact-dedup"] == "exact duplicate of first-000000 (normalised 1.0)"

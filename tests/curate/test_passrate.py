@@ -5,8 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from flows.curate.llm import Endpoint
-from flows.curate.passrate import EndpointSampler, passrate_filter
+from flows.curate.passrate import passrate_filter
+from flows.policy import EndpointSampler
+from verifiers.endpoint import Endpoint
 
 ITEMS = pl.DataFrame(
     {
@@ -47,7 +48,7 @@ def test_passrate_keeps_items_strictly_between_bounds(openai_server, api):
 @pytest.mark.slow
 def test_engine_sampler_runs_the_bundled_model_in_process(tmp_path):
     torch = pytest.importorskip("torch")
-    from flows.curate.passrate import EngineSampler
+    from flows.policy import EngineSampler
     from m1model import M1Config, M1ForCausalLM, train_tokenizer
 
     tok = train_tokenizer(["what is one plus one? the answer is 2"] * 20, vocab_size=300)

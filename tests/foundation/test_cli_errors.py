@@ -39,25 +39,25 @@ GOOD = {
         ),
         (
             lambda d: (
-                (d / "neg.toml").write_text("[train]\nrl_steps = -2\n") and ["--config", str(d / "neg.toml")]
+                (d / "neg.toml").write_text("[train]\nsft_steps = -2\n") and ["--config", str(d / "neg.toml")]
             ),
-            "train.rl_steps",
+            "train.sft_steps",
         ),
         (
             lambda d: (
                 _items(d / "cols.jsonl", [{k: v for k, v in GOOD.items() if k != "prompt"}])
                 or ["--set", f"data.input_path={d / 'cols.jsonl'}"]
             ),
-            "cols.jsonl: missing column(s) prompt",
+            "cols.jsonl: no prompt column",
         ),
         (
             lambda d: (
-                (d / "broken.jsonl").write_text(json.dumps(GOOD) + "\n{not json\n")
+                (d / "broken.jsonl").write_text("{not json\n[1, 2\n")
                 and ["--set", f"data.input_path={d / 'broken.jsonl'}"]
             ),
-            "broken.jsonl: line 2",
+            "broken.jsonl: no valid items (2 rows quarantined; first: line 1: invalid JSON",
         ),
-        (lambda d: ["--set", f"data.benchmark_paths=[{d / 'nope.jsonl'}]"], "nope.jsonl"),
+        (lambda d: ["--set", f"data.benchmarks=[{{path: {d / 'nope.jsonl'}}}]"], "nope.jsonl"),
     ],
     ids=[
         "missing-config",
@@ -84,3 +84,22 @@ def test_help_lists_subcommands(tmp_path):
     assert proc.returncode == 0
     for cmd in ("run", "ui", "deploy", "verify", "curate", "logic", "model", "train", "serve", "bench"):
         assert f" {cmd} " in proc.stdout
+
+
+@pytest.mark.slow
+def test_an_error_inside_a_flow_is_one_line_with_the_traceback_in_the_log(tmp_path):
+    """`m1 train curriculum` on a fresh store fails inside its flow: the user sees the reason in one
+    line (exit 2), no traceback; the log under M1_HOME keeps it. Prefect's database is there too."""
+    env = {"PATH": "/usr/bin:/bin", "M1_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [*M1, "train", "curriculum"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert errors == [
+        f"error: dataset 'm1-tiny-curated' does not exist in {tmp_path / 'home' / 'datasets'} (curriculum tiny "
+        "reads it; `m1 run` builds every dataset, `m1 curate run` the curated one)"
+    ]
+    assert "Traceback" in (tmp_path / "home" / "logs" / "m1.log").read_text()
+    assert (tmp_path / "home" / "prefect" / "prefect.db").exists()

@@ -7,25 +7,27 @@ from flows.errors import ConfigError
 def test_defaults_and_toml(tmp_path):
     assert load_config().train.algorithm == "cispo"
     p = tmp_path / "c.toml"
-    p.write_text('name = "x"\n[train]\nrl_steps = 3\nalgorithm = "dapo"\n')
+    p.write_text('name = "x"\n[train]\nrl_lr = 3\nalgorithm = "dapo"\n')
     cfg = load_config(p)
-    assert (cfg.name, cfg.train.rl_steps, cfg.train.algorithm) == ("x", 3, "dapo")
+    assert (cfg.name, cfg.train.rl_lr, cfg.train.algorithm) == ("x", 3, "dapo")
     assert cfg.data == PipelineConfig().data  # untouched sections keep defaults
 
 
 def test_yaml_and_json(tmp_path):
     y = tmp_path / "c.yaml"
-    y.write_text("curate:\n  minhash_threshold: 0.5\n")
-    assert load_config(y).curate.minhash_threshold == 0.5
+    y.write_text("curate:\n  minhash:\n    threshold: 0.5\n")
+    assert load_config(y).curate.minhash.threshold == 0.5
     j = tmp_path / "c.json"
     j.write_text('{"eval": {"n_items": 5}}')
     assert load_config(j).eval.n_items == 5
 
 
 def test_overrides_parse_values():
-    cfg = load_config(None, ["train.rl_steps=9", "curate.use_embeddings=true", "data.benchmark_paths=[a, b]"])
-    assert cfg.train.rl_steps == 9 and cfg.curate.use_embeddings is True
-    assert cfg.data.benchmark_paths == ["a", "b"]
+    cfg = load_config(
+        None, ["train.rl_lr=9", "curate.embedding.enabled=true", "data.benchmarks=[{path: a}, {path: b}]"]
+    )
+    assert cfg.train.rl_lr == 9 and cfg.curate.embedding.enabled is True
+    assert [b.path for b in cfg.data.benchmarks] == ["a", "b"]
     assert apply_overrides(cfg, ["name=y"]).name == "y"
 
 
@@ -34,7 +36,11 @@ def test_overrides_parse_values():
     [
         ("[train\nx=1", ".toml", r"c\.toml: malformed toml"),
         ("train: [1, 2", ".yaml", r"c\.yaml: malformed yaml"),
-        ("[train]\nrl_steps = -1\n", ".toml", r"train\.rl_steps: Input should be greater than or equal to 0"),
+        (
+            "[train]\nsft_steps = -1\n",
+            ".toml",
+            r"train\.sft_steps: Input should be greater than or equal to 0",
+        ),
         ("[train]\nbogus = 1\n", ".toml", r"train\.bogus: Extra inputs are not permitted"),
         ("x = 1", ".ini", "unknown config format"),
     ],
@@ -51,6 +57,6 @@ def test_missing_file_and_bad_override(tmp_path):
     with pytest.raises(ConfigError, match="missing.toml: config file not found"):
         load_config(tmp_path / "missing.toml")
     with pytest.raises(ConfigError, match="expected key=value"):
-        load_config(None, ["train.rl_steps"])
-    with pytest.raises(ConfigError, match="train.rl_steps"):
-        load_config(None, ["train.rl_steps=lots"])
+        load_config(None, ["train.rl_lr"])
+    with pytest.raises(ConfigError, match="train.rl_lr"):
+        load_config(None, ["train.rl_lr=lots"])

@@ -28,6 +28,10 @@ def test_deployments_register_with_form_and_schedule(prefect_harness):
     stage = asyncio.run(_read_named("train-stage/m1-train-stage"))
     assert stage.parameters["stage"] and "stage" in stage.parameter_openapi_schema["properties"]
     for name in (
+        "m1-logic-tasks/m1-synlogic",
+        "m1-code-tasks/m1-code",
+        "m1-swe/m1-swe",
+        "genrm-general/m1-general",
         "m1-curate/m1-curate",
         "train-curriculum/m1-train-curriculum",
         "logic-calibration/m1-logic-calibration",

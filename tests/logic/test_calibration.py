@@ -8,18 +8,18 @@ import math
 
 import pytest
 
+from flows.config import EndpointConfig, PolicyConfig
 from flows.logic_calibration import (
     Band,
     CalibrationParams,
-    PolicySpec,
     calibrate,
-    endpoint_sampler,
     load_bands,
     markdown_report,
     pass_at_k,
     save,
     select_band,
 )
+from flows.policy import make_sampler
 from flows.store import DatasetStore
 
 TASKS = ["lights_out", "n_queens"]
@@ -65,8 +65,8 @@ def test_no_band_for_a_task_never_solved():
 def test_calibration_against_an_http_policy(oracle_server, m1_home):
     params = CalibrationParams(tasks=TASKS, k=4, instances=3)
     oracle_server.load(TASKS, params.instances)
-    policy = PolicySpec(endpoint=oracle_server.url, model="oracle", concurrency=4)
-    rows, bands = calibrate(endpoint_sampler(policy), params)
+    policy = PolicyConfig(endpoint=EndpointConfig(url=oracle_server.url, model="oracle", concurrency=4))
+    rows, bands = calibrate(make_sampler(policy), params)
 
     assert {(r["task"], r["difficulty"]) for r in rows} == {(t, d) for t in TASKS for d in range(1, 7)}
     for row in rows:
@@ -85,7 +85,7 @@ def test_calibration_against_an_http_policy(oracle_server, m1_home):
     result = save(rows, bands, params, policy)
     assert load_bands() == bands
     stored = json.loads((m1_home / "logic" / "bands.json").read_text())
-    assert stored["policy"]["endpoint"] == oracle_server.url
+    assert stored["policy"]["endpoint"]["url"] == oracle_server.url
     png = (m1_home / "logic" / "calibration_heatmap.png").read_bytes()
     assert png.startswith(b"\x89PNG")
     assert result["dataset"] == "logic_calibration@v1"
@@ -130,7 +130,6 @@ def test_calibration_with_an_m1model_checkpoint(tmp_path):
     """A real (untrained, tiny) m1model policy sampled through m1model.Engine end to end."""
     import torch
 
-    from flows.logic_calibration import checkpoint_sampler
     from m1model import M1Config, M1ForCausalLM, train_tokenizer
     from verifiers.logic import get_task
 
@@ -155,9 +154,9 @@ def test_calibration_with_an_m1model_checkpoint(tmp_path):
     )
     M1ForCausalLM(config).save_pretrained(tmp_path / "ckpt", tokenizer=tok)
 
-    policy = PolicySpec(kind="checkpoint", checkpoint=str(tmp_path / "ckpt"), max_tokens=8)
+    policy = PolicyConfig(checkpoint=str(tmp_path / "ckpt"), max_tokens=8)
     params = CalibrationParams(tasks=["lights_out"], difficulties=[1, 2], k=2, instances=2)
-    rows, bands = calibrate(checkpoint_sampler(policy), params)
+    rows, bands = calibrate(make_sampler(policy), params)
     assert [(r["difficulty"], r["samples"]) for r in rows] == [(1, 4), (2, 4)]
     assert all(0.0 <= r["pass_rate"] <= 1.0 and 0.0 <= r["pass_at_k"] <= 1.0 for r in rows)
     cells = {r["difficulty"]: (r["pass_rate"], r["pass_at_k"]) for r in rows}
@@ -166,7 +165,6 @@ def test_calibration_with_an_m1model_checkpoint(tmp_path):
 
 def test_checkpoint_policy_needs_a_checkpoint_folder(tmp_path):
     from flows.errors import InputError
-    from flows.logic_calibration import checkpoint_sampler
 
     with pytest.raises(InputError, match="no config.json"):
-        checkpoint_sampler(PolicySpec(kind="checkpoint", checkpoint=str(tmp_path)))
+        make_sampler(PolicyConfig(checkpoint=str(tmp_path))).sample(["a prompt"], 1)

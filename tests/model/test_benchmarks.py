@@ -57,7 +57,9 @@ def test_deepseek_r1_flops_match_its_active_parameters_and_the_papers_claim():
 
 def test_train_step_bench_compares_with_transformers():
     out = CliRunner().invoke(
-        app, ["bench", "train-step", "--seq", "40", "--repeats", "1", "--shape", "num_hidden_layers=2", *TINY]
+        app,
+        ["bench", "train-step", "--seq", "40", "--repeats", "1", "--shape", "num_hidden_layers=2", *TINY],
+        env={"M1_BENCH_LOAD_TOLERANCE": "100"},
     )
     assert out.exit_code == 0, out.output
     assert "speed-up vs" in out.output and "m1model" in out.output
@@ -69,6 +71,7 @@ def test_train_step_bench_compares_with_transformers():
     assert len(set(losses)) == 1  # same weights, same batch: the same loss
     text = " ".join(out.output.split())  # rich wraps the floor sentence
     assert "weight GEMMs" in text and "no fp32 implementation can be more than" in text
+    assert "of its step outside the weight-GEMM floor" in text and "machine load at start" in text
 
 
 def test_bad_shape_is_an_input_error():

@@ -92,3 +92,16 @@ def test_bad_prompts_and_params_are_rejected(model):
         Engine(model).generate([[1, 10_000]], SamplingParams())
     with pytest.raises(ValueError, match="top_p"):
         SamplingParams(top_p=0)
+
+
+def test_sampling_draws_the_categorical_distribution_and_never_a_filtered_token():
+    import torch
+
+    from m1model.engine import SamplingParams, _sample
+
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.2, 0.0]])).expand(40_000, 4)
+    g = torch.Generator().manual_seed(0)
+    counts = torch.bincount(_sample(logits, SamplingParams(), g), minlength=4).float() / 40_000
+    assert torch.allclose(counts, torch.tensor([0.5, 0.3, 0.2, 0.0]), atol=0.01)
+    top = torch.bincount(_sample(logits, SamplingParams(top_p=0.6), g), minlength=4)
+    assert top[2] == 0 and top[3] == 0 and top[0] > top[1] > 0  # top-p keeps 0.5 + 0.3 only

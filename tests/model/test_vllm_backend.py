@@ -20,6 +20,25 @@ def test_truncate_repetition_cuts_at_the_first_long_enough_run():
     assert truncate_repetition([hi, lo, hi, lo], run=2, prob=0.99) is None
 
 
+def test_finished_sequences_match_the_engine_on_the_same_weights():
+    """What the backend does to vLLM's output (repetition cut, finish reason) reproduces the bundled
+    engine's early stop: the engine decoding without the cut, post-processed, equals the engine with it
+    (greedy, so a batch that shrinks at different steps decodes the same tokens)."""
+    from m1model.vllm_backend import finish
+
+    model = tiny_model(initializer_range=0.6)  # peaked next-token distributions: runs above the threshold
+    prompts = [[5, 9, 14], [7, 3, 3, 40], [11, 12], [1, 2, 3, 4, 5], [60, 61]]
+    base = dict(temperature=0.0, max_tokens=12, stop_token_ids=(2,))
+    params = SamplingParams(**base, repetition_run=3, repetition_prob=0.3)
+    early = Engine(model).generate(prompts, params)
+    full = Engine(model).generate(prompts, SamplingParams(**base))
+    post = [finish(c.token_ids, c.logprobs, c.finish_reason == "stop", params) for c in full]
+    assert [(c.token_ids, c.finish_reason) for c in post] == [(c.token_ids, c.finish_reason) for c in early]
+    for a, b in zip(post, early, strict=True):
+        torch.testing.assert_close(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4, rtol=0)
+    assert "repetition" in {c.finish_reason for c in early} and len({c.finish_reason for c in early}) > 1
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(
     importlib.util.find_spec("vllm") is None or not torch.cuda.is_available(),

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from m1model.rl.advantages import group_advantages, informative_groups, length_window_ready, overlong_penalty
+from m1model.rl.advantages import group_advantages, informative_groups, overlong_penalty
 
 
 def test_group_advantages_hand_values():
@@ -31,8 +31,3 @@ def test_overlong_penalty_ramp():
     assert overlong_penalty(lengths, max_len=10, cache_len=4).tolist() == [0.0, 0.0, -0.5, -1.0, -1.0]
     with pytest.raises(ValueError):
         overlong_penalty(lengths, max_len=4, cache_len=4)
-
-
-def test_length_window_ready():
-    assert length_window_ready(torch.tensor([100] * 99 + [98]), 100)
-    assert not length_window_ready(torch.tensor([10] * 100), 100)

@@ -167,3 +167,20 @@ def test_entropy_metric_and_errors():
         policy_loss("ppo2", LOGP, OLD, ADV, MASK)
     with pytest.raises(ValueError, match="same shape"):
         policy_loss("cispo", LOGP, OLD[:, :1], ADV, MASK)
+
+
+def test_sample_level_mix_is_section_5s_combined_loss():
+    # The same tokens weighted half token-level (1/3 each) and half sample-level (1/2 per response, split
+    # over its tokens): response 1's tokens 1/3*1/2 + 1/4*1/2 each, response 2's token 1/3*1/2 + 1/2*1/2.
+    cfg = LossConfig(eps_is_high=0.5, sample_level=0.5)
+    loss, _ = policy_loss("cispo", LOGP, OLD, ADV, MASK, cfg)
+    w1, w2 = (1 / 3 + 1 / 4) / 2, (1 / 3 + 1 / 2) / 2
+    expected = -(w1 * (1.5 * math.log(0.5) + math.log(0.25)) - w2 * math.log(0.8))
+    assert loss.item() == pytest.approx(expected, rel=1e-6)
+    # lambda = 1 is Eq. 1's sample-level mean; GRPO (already sample-level) is unchanged by any lambda.
+    full, _ = policy_loss("cispo", LOGP, OLD, ADV, MASK, LossConfig(eps_is_high=0.5, sample_level=1.0))
+    assert full.item() == pytest.approx(-((1.5 * math.log(0.5) + math.log(0.25)) / 2 - math.log(0.8)) / 2)
+    grpo = [policy_loss("grpo", LOGP, OLD, ADV, MASK, LossConfig(sample_level=s))[0].item() for s in (0, 0.7)]
+    assert grpo[0] == pytest.approx(grpo[1])
+    with pytest.raises(ValueError, match="sample_level"):
+        LossConfig(sample_level=1.5)

@@ -13,7 +13,7 @@ import torch
 
 from flows.config import load_config
 from flows.curriculum import bundled, load_curriculum
-from flows.curriculum.mixture import mixture_weights, stage_items
+from flows.curriculum.mixture import CurriculumData, load_data, mixture_weights, stage_items
 from flows.errors import ConfigError, InputError
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore
@@ -103,7 +103,7 @@ def setup(tmp_path):
 
 def test_bundled_curricula_are_valid():
     from flows.config import TrainConfig
-    from flows.train import stage_train_config
+    from flows.curriculum.settings import stage_train_config
 
     assert {"tiny", "m1"} <= set(bundled())
     for name in bundled():
@@ -112,11 +112,12 @@ def test_bundled_curricula_are_valid():
             stage_train_config(TrainConfig(), stage, cur)
     m1 = load_curriculum("m1")
     assert m1.stages[-1].max_new_tokens == 80 * 1024 and m1.stages[-1].window_step == 8 * 1024
+    assert all(stage_train_config(TrainConfig(), s, m1).updates_per_batch == 16 for s in m1.stages)
 
 
 def test_curriculum_errors_name_the_file(tmp_path):
     from flows.config import TrainConfig
-    from flows.train import stage_train_config
+    from flows.curriculum.settings import stage_train_config
 
     bad = tmp_path / "bad.toml"
     bad.write_text("name = [")
@@ -149,17 +150,35 @@ def test_mixture_weights_share_each_key():
         mixture_weights(df, {"math": 1.0, "general": 0.1}, where="stage s")
 
 
-def test_stage_items_difficulty_filter(setup):
-    DatasetStore().write(
-        "t-curated", pl.concat([items(3, difficulty=1), items(2, "logic", "s", difficulty=4)])
-    )
+def test_stage_items_difficulty_band(setup):
+    df = pl.concat([items(3, difficulty=1), items(2, "logic", "s", difficulty=4), items(2, "logic", "u")])
+    data = CurriculumData(df, df.head(0), ["t-curated@v1"])
     cur = load_curriculum(setup.train.curriculum)
     stage = cur.stages[0].model_copy(update={"mixture": {"math": 1, "logic": 1}, "min_difficulty": 2})
     with pytest.raises(InputError, match="math"):  # every math item is too easy now
-        stage_items(DatasetStore(), cur, stage, "t")
+        stage_items(data, stage)
     stage = stage.model_copy(update={"mixture": {"logic": 1}})
-    kept, _ = stage_items(DatasetStore(), cur, stage, "t")
-    assert kept["domain"].to_list() == ["logic", "logic"]
+    kept, _, notes = stage_items(data, stage)
+    assert kept["task"].to_list() == ["s", "s", "u", "u"]  # items without a difficulty are kept ...
+    assert (
+        "keeps 4 of 7 items" in notes[0] and "2 of 7 items have no metadata.difficulty" in notes[1]
+    )  # ... said so
+    with pytest.raises(InputError, match=r"band \[2, 3\] leaves none of 3 items"):
+        stage_items(
+            CurriculumData(items(3, difficulty=1), df.head(0), []),
+            stage.model_copy(update={"max_difficulty": 3}),
+        )
+
+
+def test_heldout_split_is_stable_and_disjoint(setup):
+    DatasetStore().write("t-curated", items(200))
+    cur = load_curriculum(setup.train.curriculum)
+    a = load_data(DatasetStore(), cur, "t", 0.1)
+    assert 5 < a.heldout.height < 40 and a.train.height + a.heldout.height == 200
+    assert not set(a.train["id"]) & set(a.heldout["id"])
+    DatasetStore().write("t-curated", items(300))  # the dataset grows: old held-out items stay held out
+    b = load_data(DatasetStore(), cur, "t", 0.1)
+    assert set(a.heldout["id"]) <= set(b.heldout["id"]) and b.refs == ["t-curated@v3"]
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -170,7 +189,8 @@ def _weights(folder: Path) -> dict[str, torch.Tensor]:
 
 @pytest.mark.slow
 def test_stages_chain_resume_and_rerun(setup):
-    from flows.train import run_stage, stage_paths
+    from flows.curriculum.layout import stage_paths
+    from flows.curriculum.stage import run_stage
 
     with pytest.raises(InputError, match="run `m1 train stage a` first"):
         run_stage(setup, "b")
@@ -194,6 +214,12 @@ def test_stages_chain_resume_and_rerun(setup):
     rerun_final = _weights(Path(rerun.final))
     assert all(torch.equal(b_final[k], rerun_final[k]) for k in b_final)
     assert (stage_paths(setup, "b").root / "curves.png").stat().st_size > 1000
+    assert (stage_paths(setup, "b").root / "weights.png").stat().st_size > 1000
+    samples = [
+        json.loads(line) for line in (stage_paths(setup, "b").root / "samples.jsonl").read_text().splitlines()
+    ]
+    assert [s["step"] for s in samples] == [1] * 4 + [2] * 4  # the restart dropped the earlier run's lines
+    assert {"id", "prompt", "response", "reward"} <= set(samples[0])
 
 
 @pytest.mark.slow
@@ -204,52 +230,27 @@ def test_train_curriculum_flow(setup, prefect_harness):
 
     summaries = train_curriculum(setup)
     assert [s["stage"] for s in summaries] == ["a", "b"]
-    assert all(Path(s["plot"]).exists() for s in summaries)
+    assert all(Path(p).exists() for s in summaries for p in s["plots"])
     table = Artifact.get("t-b-metrics")
     assert table is not None and table.type == "table" and "reward_mean" in str(table.data)
+    assert "weight/math" in str(table.data) and "perplexity" in str(table.data)
     report = Artifact.get("t-b-report")
-    assert report is not None and "data:image/png;base64," in report.data
+    assert report is not None and report.data.count("data:image/png;base64,") == 2
+    assert "held-out set" in report.data
+    samples = Artifact.get("t-b-samples")
+    assert samples is not None and "response" in str(samples.data)
+    status = Artifact.get("t-curriculum-status")
+    assert status is not None and str(status.data).count('"done"') == 2
 
 
 def test_load_policy_rejects_a_non_model_folder(tmp_path):
-    from flows.train import load_policy
+    from m1model.policy import CheckpointError, load_policy
 
-    with pytest.raises(InputError, match="not a model folder"):
+    with pytest.raises(CheckpointError, match="not a model folder"):
         load_policy(tmp_path)
     (tmp_path / "config.json").write_text('{"model_type": "llama"}')
-    with pytest.raises(InputError, match="cannot load the model"):
+    with pytest.raises(CheckpointError, match="cannot load the model"):
         load_policy(tmp_path)
-
-
-def test_warm_start_and_rl_trains_in_place():
-    from flows.config import TrainConfig
-    from flows.curriculum.prompts import answer_text, prompt_text
-    from flows.train import build_model, warm_start_and_rl
-    from m1model.tokenizer import train_tokenizer
-
-    rows = items(8).to_dicts()
-    tok = train_tokenizer([prompt_text(r) + answer_text(r) for r in rows], vocab_size=300)
-    cfg = load_config(
-        None,
-        [
-            "model.hidden_size=32",
-            "model.num_hidden_layers=2",
-            "model.num_attention_heads=2",
-            "model.num_key_value_heads=1",
-            "model.intermediate_size=32",
-        ],
-    )
-    model = build_model(cfg.model, tok)
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    tc = TrainConfig(sft_steps=2, rl_steps=1, prompts_per_step=2, group_size=4, max_new_tokens=4, rl_lr=0.01)
-
-    def reward_fn(items, responses):  # reward the first few token ids: some spread in every group
-        return [float(r[0] % 2) for r in responses]
-
-    result = warm_start_and_rl(model, tok, rows, tc, reward_fn)
-    assert len(result.sft) == 2 and len(result.rl) == 1
-    assert all(h["finite"] == 1.0 for h in result.sft + result.rl)
-    assert any(not torch.equal(v, before[k]) for k, v in model.state_dict().items())
 
 
 def test_cli_list_stages_and_bad_stage(tmp_path):
@@ -270,3 +271,76 @@ def test_cli_list_stages_and_bad_stage(tmp_path):
     )
     assert bad.returncode == 2
     assert "has no stage 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_changed_settings_rerun_a_stage_and_mark_later_ones_stale(setup):
+    from flows.config import apply_overrides
+    from flows.curriculum.base import base_folder
+    from flows.curriculum.fingerprint import recorded
+    from flows.curriculum.stage import run_stage, stage_table
+
+    def states(cfg):
+        return [r["state"] for r in stage_table(cfg)]
+
+    a = run_stage(setup, "a")
+    first = _weights(Path(a.final))
+    run_stage(setup, "b")
+    assert states(setup) == ["done", "done"]
+    faster = apply_overrides(setup, ["train.rl_lr=0.05"])
+    assert states(faster) == ["stale", "stale"]
+    with pytest.raises(InputError, match="stage b starts from stage a, which is stale"):
+        run_stage(faster, "b")
+    again = run_stage(faster, "a")  # not resumed from a's checkpoints: trained anew with the new rate
+    assert len(again.history) == 2
+    assert not all(torch.equal(first[k], v) for k, v in _weights(Path(again.final)).items())
+    assert states(faster) == ["done", "stale"]  # b was built from the replaced a
+    assert states(setup) == ["stale", "stale"]
+    run_stage(faster, "b")
+    assert states(faster) == ["done", "done"]
+
+    # The base is rebuilt when its own settings change (here: longer SFT), and the stages go stale.
+    longer = apply_overrides(faster, ["train.sft_steps=5"])
+    assert states(longer) == ["stale", "stale"]
+    run_stage(longer, "a")
+    assert len(recorded(base_folder(longer))["sft"]) == 5
+    assert states(longer) == ["done", "stale"]
+
+
+def test_cli_list_stages_json(tmp_path):
+    m1 = str(Path(sys.executable).with_name("m1"))
+
+    def stages(*extra):
+        out = subprocess.run(
+            [m1, "train", "list-stages", "--curriculum", "m1", "--json", *extra],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "M1_HOME": str(tmp_path)},
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    rows = stages()
+    assert [r["stage"] for r in rows] == ["reasoning", "general", "length-80k"]
+    assert set(rows[0]) == {"stage", "mixture", "window", "steps", "start", "done", "state"}
+    assert rows[2]["window"] == [49152, 81920] and rows[2]["start"] == "general" and rows[0]["done"] is False
+    # the general stage exists only where the run builds general data
+    assert [r["stage"] for r in stages("-s", "genrm.enabled=false")] == ["reasoning", "length-80k"]
+
+
+@pytest.mark.parametrize("name", bundled())
+def test_bundled_curricula_name_real_verifiers_and_datasets(name):
+    """Every verifier a bundled curriculum names is a registered plugin, and every dataset is written by
+    a flow of the DAG (or a user's own store name)."""
+    from flows.datasets import KINDS
+    from flows.pipeline import PRODUCERS
+    from verifiers.base import default_registry
+
+    cur = load_curriculum(name)
+    registered = default_registry().names()
+    assert set(cur.verifiers.values()) <= set(registered), set(cur.verifiers.values()) - set(registered)
+    for template in cur.datasets:
+        kind = template.removeprefix("{run}-")
+        assert kind in KINDS and (kind == "curated" or kind in PRODUCERS), template
+    domains = {key.split("/")[0] for stage in cur.stages for key in stage.mixture}
+    assert domains <= set(cur.verifiers), domains - set(cur.verifiers)

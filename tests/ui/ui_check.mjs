@@ -184,17 +184,17 @@ try {
   await openDeployment('m1-train-stage');
   await customRun(`${RUN_NAME}-stage`, async () => {
     const stage = await page.getByLabel(/^stage/i).first().inputValue();
-    if (stage !== 'math-short') throw new Error(`stage field shows ${stage}, registered math-short`);
+    if (stage !== 'reasoning') throw new Error(`stage field shows ${stage}, registered reasoning`);
     await page.getByLabel(/^Name \(Optional\)/).first().fill(RUN_NAME);
   });
   await waitForFinalState('m1-train-stage');
-  await openArtifact(`${RUN_NAME}-math-short-report`);
-  await page.getByRole('heading', { name: /Training stage\s+math-short/ }).waitFor();
+  await openArtifact(`${RUN_NAME}-reasoning-report`);
+  await page.getByRole('heading', { name: /Training stage\s+reasoning/ }).waitFor();
   const curves = page.getByRole('img', { name: 'curves' });
   await curves.waitFor();
   const width = await curves.evaluate((img) => img.complete && img.naturalWidth);
   if (!width) throw new Error('the stage report\'s training curves image did not load');
-  ok(`stage report artifact of math-short shown with its training curves (${await snap('stage-report')})`);
+  ok(`stage report artifact of reasoning shown with its training curves (${await snap('stage-report')})`);
 
   if (errors.length) console.log(`page errors (not fatal): ${errors.join(' | ')}`);
 } catch (err) {

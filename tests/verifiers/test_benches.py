@@ -26,11 +26,16 @@ def test_bench_verify_tiny():
             "--sandbox-runs",
             "1",
         ],
-        env={"COLUMNS": "200"},
+        env={"COLUMNS": "250", "M1_BENCH_LOAD_TOLERANCE": "100"},
     )
     assert result.exit_code == 0, result.output
-    assert "verdict agreement: 18/18 items" in result.output
-    assert "1.00x" in result.output and "MathVerifier (2 workers)" in result.output
+    assert "machine load at start" in result.output
+    assert "math-verify + verdict cache + pool (2 workers): 18/18 items" in result.output
+    assert "MathVerifier: + fast paths (2 workers): 18/18 items" in result.output
+    assert "duplication:" in result.output and "repeat a (reference, answer) pair" in result.output
+    rows = {line.split("│")[1].strip(): line.split("│") for line in result.output.splitlines() if "│" in line}
+    assert rows["math-verify per item (baseline)"][4].strip() == "1.00x"  # the baseline against itself
+    assert rows["MathVerifier: + fast paths (2 workers)"][5].strip().endswith("x")  # vs cache + pool
     assert "sandbox overhead per run" in result.output and "process" in result.output
 
 
@@ -50,8 +55,11 @@ def test_bench_rewards_tiny():
             "--baseline-requests",
             "20",
         ],
-        env={"COLUMNS": "200"},
+        env={"COLUMNS": "200", "M1_BENCH_LOAD_TOLERANCE": "100"},
     )
     assert result.exit_code == 0, result.output
     assert "zero 5xx PASS, zero lost items PASS, malformed -> 4xx PASS" in result.output
     assert "ratio service / direct" in result.output and "p50 / p99" in result.output
+    assert "machine load at start" in result.output and "other processes' load per side" in result.output
+    ratio = next(line for line in result.output.splitlines() if "ratio service / direct" in line)
+    assert ratio.split("│")[2].strip().endswith("x")  # measured against the direct baseline of this run

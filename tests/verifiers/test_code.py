@@ -106,6 +106,17 @@ def test_function_call_style(verifier):
     assert missing.details["verdict"] == "RE"
 
 
+def test_canonical_item_keeps_fn_name_and_limits_in_metadata(verifier):
+    """As `{run}-code` stores them: tests, fn_name and per-test limits inside the metadata JSON."""
+    tests = [{"args": [[3, 1, 2]], "kwargs": {}, "expected": [1, 2, 3]}, {"args": [[]], "expected": []}]
+    meta = json.dumps({"tests": tests, "fn_name": "order", "time_limit_s": 0.2, "language": "python"})
+    (ok,) = verifier.verify([{"response": py("def order(xs):\n    return sorted(xs)"), "metadata": meta}])
+    assert ok.reward == 1.0 and ok.details["style"] == "function"
+    patient = CodeVerifier(time_limit_s=5)  # the item's 0.2 s (wall 1.4 s) must win over these 5 s
+    (slow,) = patient.verify([{"response": py("def order(xs):\n    while True: pass"), "metadata": meta}])
+    assert slow.details["verdict"] == "TLE" and slow.details["tests"][0]["time_s"] < 3
+
+
 def test_tests_from_metadata_and_bad_items(verifier):
     meta = json.dumps({"tests": SUM_TESTS})
     good = py("print(sum(map(int, input().split())))")

@@ -1,0 +1,99 @@
+"""Where the first stage starts: a fresh model of the configured size with a tokenizer trained on the
+curriculum's training items and a short SFT warm start (``runs/<run>/train/base/``), or a checkpoint the
+user names (``train.init_from``).
+
+The base records a hash of what it was built from (model settings, SFT settings, the datasets it read):
+when any of them changes it is rebuilt, instead of a stale base silently feeding every stage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flows.config import ModelConfig, PipelineConfig
+from flows.curriculum.fingerprint import base_fingerprint, recorded
+from flows.curriculum.layout import train_root
+from flows.curriculum.mixture import CurriculumData
+from flows.curriculum.prompts import answer_text, prompt_text, sft_examples
+from flows.curriculum.settings import sft_config
+
+# ModelConfig fields that are not M1Config fields of the same name.
+_NOT_MODEL = {"softmax_every", "vocab_size", "seed"}
+
+
+def build_model(model_cfg: ModelConfig, tokenizer: Any):
+    """A freshly initialised model of the configured size for this tokenizer's vocabulary."""
+    import torch
+
+    from m1model import M1Config, M1ForCausalLM
+    from m1model.config import hybrid_layer_types
+
+    torch.manual_seed(model_cfg.seed)
+    config = M1Config(
+        **model_cfg.model_dump(exclude=_NOT_MODEL),
+        vocab_size=len(tokenizer),
+        layer_types=hybrid_layer_types(model_cfg.num_hidden_layers, model_cfg.softmax_every),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    return M1ForCausalLM(config)
+
+
+def base_folder(config: PipelineConfig) -> Path:
+    return train_root(config) / "base"
+
+
+def build_base(
+    config: PipelineConfig, data: CurriculumData, base_refs: list[str], on_step=None
+) -> tuple[Path, bool]:
+    """train/base/ for this config: reused when its recorded fingerprint matches, else (re)built.
+    Returns (folder, built now).
+
+    With ``train.nproc > 1`` the SFT runs data-parallel under torchrun (`flows.curriculum.launch`): rank 0
+    trains the tokenizer and hands it to the others, every rank builds the same fresh model, and rank 0
+    alone writes the result while the others wait for it."""
+    from m1model.policy import save_policy
+    from m1model.rl import distributed
+    from m1model.rl.sft import sft_warm_start
+    from m1model.tokenizer import train_tokenizer
+
+    folder = base_folder(config)
+    fingerprint = base_fingerprint(config, base_refs)
+    if recorded(folder).get("fingerprint") == fingerprint and (folder / "config.json").exists():
+        return folder, False
+    ctx = distributed.current()
+    if config.train.nproc > 1 and not ctx.enabled:
+        from flows.curriculum.launch import launch
+
+        launch("base", config, on_step=on_step)
+        return folder, True
+    rows = data.train.to_dicts()
+    tokenizer = None
+    if ctx.is_main:
+        tokenizer = train_tokenizer(
+            [prompt_text(r) + answer_text(r) for r in rows], vocab_size=config.model.vocab_size
+        )
+    tokenizer = ctx.gather(tokenizer)[0]  # rank 0's, on every rank
+    model = build_model(config.model, tokenizer).to(ctx.device)
+    parallel = distributed.DataParallel(model, ctx, config.train.parallel)
+    notify = on_step or (lambda phase, m: None)
+    history = sft_warm_start(
+        model,
+        sft_examples(tokenizer, rows),
+        sft_config(config.train, tokenizer),
+        on_step=lambda m: notify("sft", m),
+        parallel=parallel,
+    )
+    weights = parallel.full_state_dict() if parallel.sharded else None  # FSDP: gathered to rank 0
+    if ctx.is_main:
+        save_policy(
+            model,
+            tokenizer,
+            folder,
+            extra={"fingerprint": fingerprint, "data": base_refs, "sft": history},
+            state_dict=weights,
+        )
+    ctx.barrier()  # the stage that follows loads it on every rank
+    return folder, True

@@ -1,0 +1,84 @@
+"""From the one `PipelineConfig` to the settings objects of m1model.rl (SFT and RL) for a stage."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from flows.config import TrainConfig
+from flows.curriculum import Curriculum, Stage
+from flows.errors import ConfigError
+
+
+def use_threads(tc: TrainConfig) -> None:
+    """Apply `train.torch_threads`: small models lose more to OpenMP threads spinning on a shared
+    2-core machine than they gain from them (10x slower steps were measured under load)."""
+    if tc.torch_threads:
+        import torch
+
+        torch.set_num_threads(tc.torch_threads)
+
+
+def stage_train_config(base: TrainConfig, stage: Stage, curriculum: Curriculum) -> TrainConfig:
+    """TrainConfig with the stage's overrides applied and validated."""
+    try:
+        return TrainConfig.model_validate(base.model_dump() | curriculum.overrides | stage.overrides)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise ConfigError(
+            f"curriculum {curriculum.name}, stage {stage.name}: overrides."  # the stage's or the curriculum's
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+        ) from None
+
+
+def sft_config(tc: TrainConfig, tokenizer):
+    from m1model.rl.sft import SFTConfig
+
+    return SFTConfig(
+        steps=tc.sft_steps,
+        lr=tc.sft_lr,
+        batch_size=tc.batch_size,
+        grad_clip=tc.grad_clip,
+        pad_token_id=tokenizer.pad_token_id or 0,
+        seed=tc.seed,
+    )
+
+
+def rl_config(tc: TrainConfig, tokenizer, stage: Stage | None = None):
+    """The trainer's settings: TrainConfig, with the stage's generation window when there is a stage."""
+    from m1model.rl.losses import LossConfig
+    from m1model.rl.trainer import RLConfig
+
+    start, limit, step = tc.max_new_tokens, None, 0
+    if stage is not None:
+        start, limit, step = stage.start_new_tokens, stage.max_new_tokens, stage.window_step
+    return RLConfig(
+        algorithm=tc.algorithm,
+        group_size=tc.group_size,
+        prompts_per_step=tc.prompts_per_step,
+        lr=tc.rl_lr,
+        loss=LossConfig(
+            eps_low=tc.eps_low,
+            eps_high=tc.eps_high,
+            eps_is_low=tc.eps_is_low,
+            eps_is_high=tc.eps_is_high,
+            unified_mask=tc.unified_mask,
+        ),
+        updates_per_batch=tc.updates_per_batch,
+        grad_clip=tc.grad_clip,
+        max_new_tokens=start,
+        max_new_tokens_limit=limit if step else None,
+        window_step=step,
+        window_ppl_steps=tc.window_ppl_steps,
+        window_ppl_tol=tc.window_ppl_tol,
+        repetition_run=tc.repetition_run,
+        repetition_prob=tc.repetition_prob,
+        temperature=tc.temperature,
+        stop_token_ids=(tokenizer.eos_token_id,) if tokenizer.eos_token_id is not None else (),
+        normalize_std=tc.normalize_std,
+        dynamic_sampling=tc.dynamic_sampling,
+        max_sampling_rounds=tc.max_sampling_rounds,
+        overlong_cache=tc.overlong_cache,
+        micro_batch_size=max(tc.batch_size, tc.group_size),
+        pad_token_id=tokenizer.pad_token_id or 0,
+        seed=tc.seed,
+    )

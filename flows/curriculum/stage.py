@@ -1,0 +1,510 @@
+"""Running one curriculum stage, the library behind the `train-stage` flow and `m1 train stage`.
+
+A stage reads its curriculum's datasets from the store (the held-out split set aside), weight-samples
+its task mixture, scores responses with each domain's verifier, and trains from its start checkpoint:
+the previous stage's final model, or for the first stage the base (`flows.curriculum.base`). Outputs
+live under ``$M1_HOME/runs/<run>/train/<stage>/``:
+
+    checkpoints/step-NNNNNN/   resumable trainer state (model, AdamW, step, RNG, hook states)
+    checkpoints/FINGERPRINT    what those checkpoints were trained from; a change discards them
+    final/                     the stage's model + tokenizer (HF format) + training.json
+    stage.json, samples.jsonl  summary, and sampled responses with their rewards per step
+    curves.png, weights.png    reward/loss/length/clip curves; mixture weights and per-key pass rates
+
+A stage is resumed from its newest checkpoint when nothing it depends on changed; otherwise (a new
+setting, new dataset versions, a replaced start checkpoint) it starts over, and `plan` reports every
+later stage as stale until it is rerun.
+
+With ``train.nproc > 1`` `run_stage` launches torchrun (`flows.curriculum.launch`) and each rank runs
+`run_stage` again inside the process group: every rank trains, rank 0 alone writes (checkpoints, final
+model, stage.json, samples, plots) and validates, and every rank resumes from what rank 0 wrote.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from flows.atomic import atomic_write_text
+from flows.config import PipelineConfig, TrainConfig
+from flows.curriculum import DEFAULT_VERIFIERS, Curriculum, Stage, load_curriculum
+from flows.curriculum.base import build_base
+from flows.curriculum.evaluation import benchmark_sets, eval_sets, overfitting, validate
+from flows.curriculum.fingerprint import base_fingerprint, checkpoint_id, recorded, stage_fingerprint
+from flows.curriculum.layout import StagePaths, stage_paths
+from flows.curriculum.mixture import CurriculumData, difficulties, load_data, stage_items
+from flows.curriculum.prompts import encode_prompt
+from flows.curriculum.report import plot_curves, plot_weights
+from flows.curriculum.rewards import make_reward_fn, resolve_verifiers, verifier_options
+from flows.curriculum.settings import rl_config, stage_train_config
+from flows.curriculum.step_log import SampleLog, tensorboard_writer, write_scalars
+from flows.curriculum.weights import DynamicMixture
+from flows.datasets import produced
+from flows.errors import ConfigError, InputError
+from flows.store import DatasetStore
+
+Metrics = dict[str, float]
+StepCallback = Callable[[str, Metrics], None]  # (phase: "sft" | stage name, metrics)
+log = logging.getLogger("m1.train")
+
+
+def active_curriculum(config: PipelineConfig) -> tuple[Curriculum, list[str]]:
+    """The configured curriculum without what this config switches off (see `Curriculum.active`)."""
+    return load_curriculum(config.train.curriculum).active(lambda kind: produced(config, kind))
+
+
+# -- what each stage should be built from ---------------------------------------------------------------
+
+
+def base_refs(store: DatasetStore, refs: Sequence[str]) -> list[str]:
+    """The dataset versions the base trains on: a version a pass-rate filter derived from an earlier one
+    counts as that one, since the filter used the base itself (otherwise the base would go stale by
+    being used)."""
+    out = []
+    for ref in refs:
+        name, version = ref.rsplit("@v", 1)
+        out.append(store.manifest(name, int(version)).params.get("filtered_from", ref))
+    return out
+
+
+@dataclass
+class StagePlan:
+    name: str
+    fingerprint: str  # what the stage should be built from now
+    start: str  # where it starts: "base", a checkpoint folder, or the previous stage's name
+    state: Literal["done", "stale", "pending"]
+    recorded: str | None = None  # what its final model was built from, if it exists
+    previous: str | None = None  # the previous stage's expected fingerprint (None for the first)
+
+
+def plan(
+    config: PipelineConfig, curriculum: Curriculum, refs: list[str], store: DatasetStore
+) -> list[StagePlan]:
+    """Every stage's expected fingerprint, from the config and the current dataset versions alone, and
+    whether its final model matches it: done, stale (built from something else, or after an earlier
+    stage that is not done) or pending."""
+    if config.train.init_from:
+        start_id, start = checkpoint_id(Path(config.train.init_from)), config.train.init_from
+    else:
+        start_id, start = base_fingerprint(config, base_refs(store, refs)), "base"
+    out: list[StagePlan] = []
+    previous, behind = None, False  # behind: an earlier stage is not done, so this one must rerun too
+    for stage in curriculum.stages:
+        tc = stage_train_config(config.train, stage, curriculum)
+        fp = stage_fingerprint(
+            stage.model_dump(), tc, curriculum.verifiers, config.plugin_dirs, refs, start_id
+        )
+        final = stage_paths(config, stage.name).final
+        rec = recorded(final).get("fingerprint") if (final / "config.json").exists() else None
+        state = "pending" if rec is None else ("done" if rec == fp and not behind else "stale")
+        behind = behind or state != "done"
+        out.append(StagePlan(stage.name, fp, start, state, rec, previous))
+        start_id, start, previous = fp, stage.name, fp
+    return out
+
+
+def stage_table(config: PipelineConfig) -> list[dict[str, Any]]:
+    """Each stage of the configured curriculum: mixture, window, steps, start, and state (done, stale,
+    pending) against the current config and dataset versions. Used by `list-stages` and the UI."""
+    curriculum, _ = active_curriculum(config)
+    store = DatasetStore(config.home)
+    try:
+        refs = load_data(store, curriculum, config.name, config.eval.fraction).refs
+        states = {p.name: p for p in plan(config, curriculum, refs, store)}
+    except InputError:  # datasets not built yet: nothing can be done or stale
+        states = {}
+    rows = []
+    for i, s in enumerate(curriculum.stages):
+        p = states.get(s.name)
+        rows.append(
+            {
+                "stage": s.name,
+                "mixture": s.mixture,
+                "window": [s.start_new_tokens, s.max_new_tokens],
+                "window_step": s.window_step,
+                "steps": s.steps,
+                "overrides": s.overrides,
+                "start": curriculum.stages[i - 1].name if i else (config.train.init_from or "base"),
+                "done": p is not None and p.state == "done",
+                "state": p.state if p else "pending (datasets missing)",
+            }
+        )
+    return rows
+
+
+def start_checkpoint(
+    config: PipelineConfig,
+    data: CurriculumData,
+    entry: StagePlan,
+    store: DatasetStore,
+    on_step=None,
+    logger=log,
+) -> Path:
+    if entry.start == "base":
+        folder, built = build_base(config, data, base_refs(store, data.refs), on_step)
+        if built:
+            logger.info("built the base model (tokenizer, fresh model, SFT warm start) in %s", folder)
+        return folder
+    if entry.start == config.train.init_from:
+        return Path(entry.start)
+    final = stage_paths(config, entry.start).final
+    if not (final / "config.json").exists():
+        raise InputError(
+            f"stage {entry.name} starts from stage {entry.start}'s final model, but {final} does not exist: "
+            f"run `m1 train stage {entry.start}` first"
+        )
+    if recorded(final).get("fingerprint") != entry.previous:
+        raise InputError(
+            f"stage {entry.name} starts from stage {entry.start}, which is stale (its settings, data or start "
+            f"changed since it ran): run `m1 train stage {entry.start}` first"
+        )
+    return final
+
+
+# -- running a stage -------------------------------------------------------------------------------------
+
+
+@dataclass
+class StageResult:
+    stage: str
+    start_from: str
+    final: str
+    history: list[Metrics]
+    plots: list[str] = field(default_factory=list)
+    validation: dict[str, dict[str, float]] = field(default_factory=dict)  # {"start": {...}, "end": {...}}
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    samples: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        last = self.history[-1] if self.history else {}
+        val = {k: v.get("val/all") for k, v in self.validation.items()}
+        return {
+            "stage": self.stage,
+            "start_from": self.start_from,
+            "final": self.final,
+            "steps": len(self.history),
+            "reward_first": self.history[0]["reward_mean"] if self.history else None,
+            "reward_last": last.get("reward_mean"),
+            "val_start": val.get("start"),
+            "val_end": val.get("end"),
+            "validation": self.validation,
+            "warnings": self.warnings,
+            "notes": self.notes,
+            "plots": self.plots,
+            "samples": self.samples,
+        }
+
+
+def domain_reward_fn(tokenizer, domains, curriculum: Curriculum, config: PipelineConfig, options=None):
+    """Rewards from the verifier registry: each item scored by its domain's verifier (built with the
+    run's options for it, plus ``options``: e.g. a served judge's endpoint)."""
+    from verifiers.base import default_registry
+
+    names = curriculum.verifiers or DEFAULT_VERIFIERS
+    registry = default_registry(config.plugin_dirs)
+    verifiers = resolve_verifiers(domains, names, registry, verifier_options(config) | (options or {}))
+    return make_reward_fn(verifiers, lambda ids: tokenizer.decode(ids, skip_special_tokens=True))
+
+
+def run_stage(
+    config: PipelineConfig,
+    stage_name: str,
+    *,
+    restart: bool = False,
+    on_step: StepCallback | None = None,
+    curriculum: Curriculum | None = None,
+    logger: logging.Logger | logging.LoggerAdapter = log,
+) -> StageResult:
+    """Train one stage: resume from its own newest checkpoint when nothing it depends on changed (and
+    not ``restart``), else start over from its start checkpoint; write its final model and report."""
+    from flows.genrm.serve import judge_for
+    from m1model.policy import CheckpointError, load_policy, save_policy
+    from m1model.rl import distributed
+
+    ctx = distributed.current()
+    if config.train.nproc > 1 and not ctx.enabled:  # this process launches the ranks and waits
+        from flows.curriculum.launch import launch
+
+        result = launch("stage", config, stage=stage_name, restart=restart, on_step=on_step, logger=logger)
+        return StageResult(**result)
+    notes: list[str] = []
+    if curriculum is None:
+        curriculum, notes = active_curriculum(config)
+    index = curriculum.index(stage_name)
+    stage = curriculum.stages[index]
+    tc = stage_train_config(config.train, stage, curriculum)
+    store = DatasetStore(config.home)
+    data = load_data(store, curriculum, config.name, config.eval.fraction)
+    entry = plan(config, curriculum, data.refs, store)[index]
+    items_df, weights, item_notes = stage_items(data, stage)
+    notes += item_notes
+    for note in notes:
+        logger.info(note)
+    start = start_checkpoint(config, data, entry, store, on_step, logger)
+    try:
+        model, tokenizer = load_policy(start, device=ctx.device)
+    except CheckpointError as exc:
+        raise InputError(str(exc)) from None
+    paths = stage_paths(config, stage.name)
+    if ctx.is_main:
+        _reset_if_changed(paths, entry.fingerprint, restart, logger)
+    ctx.barrier()  # no rank looks for checkpoints before rank 0 has discarded stale ones
+    sets = eval_sets(data.heldout, config.eval, domains=sorted(set(items_df["domain"])))
+    sets |= benchmark_sets(config.data, config.eval.n_items)
+    domains = set(items_df["domain"]) | {r["domain"] for rows in sets.values() for r in rows}
+    names = {(curriculum.verifiers or DEFAULT_VERIFIERS).get(d, "") for d in domains}
+
+    with judge_for(config, names) as judge_options:  # a served judge while judged domains train
+        run = StageRun(
+            config, curriculum, stage, tc, paths, model, tokenizer, judge_options, sets, start, ctx, logger
+        )
+        trainer = run.trainer(items_df, weights)
+        val_start = run.validation_at_start()
+        history = run.train(trainer, on_step)
+        val_end = run.validate()
+        policy = run.whole_policy()
+    if not ctx.is_main:  # rank 0 writes the stage's outputs and reports
+        return StageResult(stage.name, str(start), str(paths.final), history)
+    overfit = overfitting(
+        history, val_start.get("val/all"), val_end.get("val/all"), config.eval.overfit_tolerance
+    )
+    warnings = [w for w in (overfit, run.stopped) if w]
+    for warning in warnings:
+        logger.warning("stage %s: %s", stage.name, warning)
+    validation = {"start": val_start, "end": val_end}
+    save_policy(
+        policy,
+        tokenizer,
+        paths.final,
+        extra={
+            "stage": stage.name,
+            "fingerprint": entry.fingerprint,
+            "start_from": str(start),
+            "data": data.refs,
+            "history": history,
+            "validation": validation,
+        },
+    )
+    result = StageResult(
+        stage.name,
+        str(start),
+        str(paths.final),
+        history,
+        run.plots(history),
+        validation,
+        warnings,
+        notes,
+        str(paths.root / "samples.jsonl") if tc.samples_per_step else "",
+    )
+    atomic_write_text(paths.root / "stage.json", json.dumps(result.summary(), indent=2, default=str))
+    return result
+
+
+@dataclass
+class StageRun:
+    """The pieces of one stage's training, assembled: reward, hooks, trainer, validation, plots. Under
+    torchrun each rank builds one; rank 0 alone validates and writes."""
+
+    config: PipelineConfig
+    curriculum: Curriculum
+    stage: Stage
+    tc: TrainConfig
+    paths: StagePaths
+    model: Any
+    tokenizer: Any
+    judge_options: dict[str, dict[str, Any]]
+    sets: dict[str, list[dict]]  # the held-out evaluation sets
+    start: Path
+    ctx: Any  # m1model.rl.distributed context (one process: a trivial one)
+    logger: Any = log
+    stopped: str | None = None  # why the stage ended early (the length-bias alarm, on_alarm = stop)
+    length_bias: Any = None
+    trainer_: Any = None
+    whole_copy: Any = None  # under FSDP: a whole replica on rank 0 for validation and the final model
+
+    def reward_fn(self, domains):
+        return domain_reward_fn(self.tokenizer, domains, self.curriculum, self.config, self.judge_options)
+
+    def whole_policy(self):
+        """The policy with whole weights, on rank 0 (a collective under FSDP: every rank calls it)."""
+        if self.whole_copy is None and not (self.ctx.enabled and self.tc.parallel == "fsdp"):
+            return self.model
+        weights = self.trainer_.parallel.full_state_dict()
+        if self.whole_copy is not None:
+            self.whole_copy.load_state_dict(weights)
+        return self.whole_copy
+
+    def validate(self) -> Metrics:
+        if not self.sets:
+            return {}
+        policy = self.whole_policy()
+        if not self.ctx.is_main:  # rank 0 validates; the others wait for it at their next collective
+            return {}
+        domains = {r["domain"] for rows in self.sets.values() for r in rows}
+        max_tokens = self.config.eval.max_new_tokens
+        return validate(policy, self.tokenizer, self.sets, max_tokens, self.reward_fn(domains))
+
+    def validation_at_start(self) -> Metrics:
+        """Measured once per stage run: a resumed stage keeps what its first start measured."""
+        path = self.paths.checkpoints / "validation-start.json"
+        if self.ctx.gather(path.exists())[0]:  # rank 0's view decides for all
+            return json.loads(path.read_text()) if self.ctx.is_main else {}
+        values = self.validate()
+        if self.ctx.is_main:
+            atomic_write_text(path, json.dumps(values))
+        return values
+
+    def periodic_validation(self, _trainer, metrics: Metrics) -> Metrics:
+        every = self.config.eval.every
+        return self.validate() if every and int(metrics["step"]) % every == 0 else {}
+
+    def trainer(self, items_df, weights):
+        from flows.curriculum.length_bias import LengthBias
+        from flows.genrm.labels import rule_success
+        from m1model.rl.rollout import PromptPool
+        from m1model.rl.trainer import RLTrainer
+
+        rows = items_df.to_dicts()
+        reward_fn = self.reward_fn({r["domain"] for r in rows})
+        hooks: list = [DynamicMixture(self.stage, rows, difficulties(items_df))]
+        lb = self.tc.length_bias
+        if lb.enabled and set(lb.domains) & {r["domain"] for r in rows}:
+            self.length_bias = LengthBias(
+                lb,
+                decode=lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True),
+                encode=lambda text: self.tokenizer.encode(text, add_special_tokens=False),
+                success=rule_success,
+            )
+            reward_fn = self.length_bias.wrap(reward_fn)
+            hooks.append(self.length_bias.hook)
+        pool = PromptPool([encode_prompt(self.tokenizer, r) for r in rows], rows, weights)
+        if self.ctx.enabled and self.tc.parallel == "fsdp" and self.ctx.is_main:
+            self.whole_copy = copy.deepcopy(self.model)  # FSDP shards `model` in the trainer
+        window = max(map(len, pool.prompts)) + self.stage.max_new_tokens
+        trainer = self.trainer_ = RLTrainer(
+            self.model,
+            rollout_engine(self.tc, self.model, self.start, self.ctx, window),
+            reward_fn,
+            pool,
+            rl_config(self.tc, self.tokenizer, self.stage),
+            checkpoint_dir=self.paths.checkpoints,
+            checkpoint_every=self.tc.checkpoint_every,
+            step_hooks=hooks,
+            after_step=[self.periodic_validation],
+            dist=self.ctx,
+            strategy=self.tc.parallel,
+        )
+        if trainer.resume():
+            self.logger.info("stage %s: resuming from step %d", self.stage.name, trainer.step)
+        if self.tc.samples_per_step and self.ctx.is_main:
+            log_file = self.paths.root / "samples.jsonl"
+            trainer.step_hooks.append(
+                SampleLog(log_file, self.tokenizer, self.tc.samples_per_step, trainer.step)
+            )
+        return trainer
+
+    def train(self, trainer, on_step: StepCallback | None) -> list[Metrics]:
+        """The stage's RL steps (to its budget, or until the length-bias alarm stops it), then a
+        checkpoint of the last step."""
+        from flows.curriculum.length_bias import LengthSeeking
+
+        main = self.ctx.is_main
+        writer = (
+            tensorboard_writer(tb_dir(self.config, self.stage.name)) if self.tc.tensorboard and main else None
+        )
+        notify = on_step or (lambda phase, m: None)
+
+        def step_done(m: Metrics) -> None:
+            if writer is not None:
+                write_scalars(writer, m)
+            notify(self.stage.name, m)
+
+        try:
+            trainer.train(self.stage.steps, on_step=step_done)
+        except LengthSeeking as exc:
+            self.stopped = str(exc)
+        finally:
+            if writer is not None:
+                writer.close()
+        last = self.paths.checkpoints / f"step-{trainer.step:06d}"
+        if trainer.step and not self.ctx.gather(last.exists())[0]:
+            trainer.save()
+        return trainer.history
+
+    def plots(self, history: list[Metrics]) -> list[str]:
+        from flows.curriculum.length_bias import plot_length_bias
+
+        if not history:
+            return []
+        title, root = f"{self.curriculum.name} / {self.stage.name}", self.paths.root
+        plots = [
+            plot_curves(history, root / "curves.png", title),
+            plot_weights(history, root / "weights.png", title),
+        ]
+        if any(k.startswith("length_bias/") for k in history[-1]):
+            plots.append(plot_length_bias(history, root / "length_bias.png", title))
+        return [str(p) for p in plots]
+
+
+def rollout_engine(tc: TrainConfig, model, start: Path, ctx, max_model_len: int):
+    """What samples the rollouts: the bundled engine on the training model itself; under FSDP on a
+    whole replica the trainer refreshes after each update; or vLLM (``train.rollout = "vllm"``) started
+    from the stage's start checkpoint, into which the trainer pushes each update."""
+    from m1model import Engine
+    from m1model.rl.distributed import replica_engine
+
+    if tc.rollout == "vllm":
+        from m1model.vllm_backend import VLLMEngine
+
+        try:
+            return VLLMEngine(
+                start,
+                gpu_memory_utilization=tc.vllm_gpu_memory,
+                max_model_len=max_model_len,
+                seed=tc.seed + ctx.rank,
+            )
+        except ImportError:
+            raise ConfigError("train.rollout = 'vllm' needs vLLM: pip install 'm1-pipeline[gpu]'") from None
+        except ValueError as exc:
+            raise ConfigError(f"train.rollout = 'vllm': {exc}") from None
+    if ctx.enabled and tc.parallel == "fsdp":
+        return replica_engine(model)
+    return Engine(model)
+
+
+def tb_dir(config: PipelineConfig, stage: str) -> Path:
+    return stage_paths(config, stage).root.parent.parent / "tensorboard" / stage
+
+
+def _reset_if_changed(paths, fingerprint: str, restart: bool, logger=log) -> None:
+    """Keep the stage's checkpoints only if they were trained from exactly what it is built from now."""
+    marker = paths.checkpoints / "FINGERPRINT"
+    old = marker.read_text().strip() if marker.exists() else None
+    if restart or (old is not None and old != fingerprint):
+        why = "--restart" if restart else "its settings, data or start checkpoint changed"
+        if paths.checkpoints.exists():
+            logger.info("stage %s: discarding its checkpoints (%s)", paths.root.name, why)
+        for folder in (paths.checkpoints, paths.final):  # renamed away first: a kill leaves no half
+            gone = folder.with_name(f".{folder.name}.discarded")
+            shutil.rmtree(gone, ignore_errors=True)
+            if folder.exists():
+                folder.rename(gone)
+            shutil.rmtree(gone, ignore_errors=True)
+    atomic_write_text(marker, fingerprint + "\n")
+
+
+def validation_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per evaluation set: pass rate at the stage's start and end."""
+    val = result.get("validation") or {}
+    start, end = val.get("start", {}), val.get("end", {})
+    return [
+        {"set": key.removeprefix("val/"), "start": start.get(key), "end": end.get(key)}
+        for key in sorted(set(start) | set(end))
+    ]

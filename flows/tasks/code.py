@@ -1,0 +1,212 @@
+"""Code tasks as data: `{run}-code`, programming problems with reference solutions and checked tests.
+
+plan -> test suites (-> model-proposed tests) -> schema -> reference check -> exact dedup
+     -> dedup against the run's other datasets -> store
+
+Problems come round-robin from the families in flows/data/code_problems (`code.families`; null: all,
+in a seeded order),
+each drawn from its seed with its own constants and wording. Every bundled test is the output of the
+reference run in the process sandbox on an input the family proposed, with independent alternatives
+(brute forces) having to agree (flows/tasks/suites.py); a problem with a failing or disagreeing input,
+or a suite a constant program would pass, is quarantined with the reason. When `code.testgen` names an
+endpoint, the model proposes extra inputs (verifiers/testgen.py), kept where the solutions agree.
+Finally the `code` verifier itself must score each reference 1, as the SFT warm start trains on it.
+
+Items: domain "code", task = family, prompt = the statement with its input/output contract and answer
+format, reference = the reference as a ```python block; metadata holds `tests`, `fn_name` (function
+style), `difficulty` (the family's: 1 one pass, 2 strings/number theory, 3 DP/greedy), `family`,
+`style`, `seed`, `params`, `language` and the per-test `time_limit_s`/`memory_mb` the verifier applies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import polars as pl
+from prefect import flow, task
+
+from flows.config import CodeTasksConfig, PipelineConfig
+from flows.curate.flow import mapped
+from flows.curate.result import StepResult, merge_results, split_by_reason
+from flows.datasets import CODE, CURATED, SYNLOGIC, dataset_name
+from flows.errors import ConfigError, InputError
+from flows.runner import CACHED, RETRY, ROW, Tasks, on_runner
+from flows.schema import ITEM_COLUMNS
+from flows.store import DatasetStore
+from flows.tasks.publish import Steps, publish, source_hash, write
+from flows.tasks.steps import answer_check, chunks, deduplicate, schema_task
+
+AGAINST = (CURATED, SYNLOGIC)
+SOURCE = "code_problems"
+
+
+@dataclass(frozen=True)
+class Spec:
+    family: str
+    seed: int
+    row: int
+
+
+def plan(cfg: CodeTasksConfig) -> list[Spec]:
+    """Problem seeds, families round-robin (all families in a seeded order, so that a small
+    `n_problems` still mixes topics and styles); a one-line error for unknown families."""
+    import random
+
+    from flows.data.code_problems import FAMILIES
+
+    if cfg.families is None:
+        names = sorted(FAMILIES)
+        random.Random(f"families/{cfg.seed}").shuffle(names)
+    else:
+        names = list(dict.fromkeys(cfg.families))
+    if not names:
+        raise ConfigError("code.families is empty: name families, or set code.enabled = false")
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        raise ConfigError(
+            f"code.families: unknown famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(FAMILIES))})"
+        )
+    return [
+        Spec(names[i % len(names)], cfg.seed * 1_000_000 + i // len(names), i) for i in range(cfg.n_problems)
+    ]
+
+
+def _row(spec: Spec, cfg: CodeTasksConfig) -> dict:
+    """The spec's item with a checked suite, or the row to quarantine (with `reason`)."""
+    from flows.data.code_problems import problem
+    from flows.tasks.suites import check, limits_for
+
+    row = {
+        "id": f"{spec.family}-s{spec.seed}",
+        "source": SOURCE,
+        "domain": "code",
+        "task": spec.family,
+        ROW: spec.row,
+    }
+    try:
+        p = problem(spec.family, spec.seed, cfg.tests_per_problem)
+    except Exception as exc:  # noqa: BLE001 - a broken family quarantines its problem, not the run
+        return row | {"prompt": "", "reference": "", "metadata": "{}", "reason": f"family failed: {exc!r}"}
+    checked = check(p, limits_for(cfg.time_limit_s, cfg.memory_mb))
+    meta = {
+        "tests": checked.tests,
+        "difficulty": p.difficulty,
+        "family": p.family,
+        "style": p.style,
+        "seed": p.seed,
+        "params": p.params,
+        "language": "python",
+        "time_limit_s": cfg.time_limit_s,
+        "memory_mb": cfg.memory_mb,
+    } | ({"fn_name": p.fn_name} if p.fn_name else {})
+    item = {"prompt": p.statement, "reference": p.reference, "metadata": json.dumps(meta, sort_keys=True)}
+    return row | item | {"reason": checked.error}
+
+
+@task(name="test-suites", **CACHED)
+def suites_task(specs: list[Spec], cfg: CodeTasksConfig, families: str) -> StepResult:
+    """Draw each problem and build its suite in the sandbox (`cfg.workers` problems at once). `families`
+    is a hash of the families' source, so a changed family misses the cache."""
+    with ThreadPoolExecutor(cfg.workers) as pool:  # the work happens in sandboxed processes
+        rows = list(pool.map(lambda s: _row(s, cfg), specs))
+    df = pl.DataFrame(rows, schema={**ITEM_COLUMNS, ROW: pl.Int64, "reason": pl.String})
+    return split_by_reason(
+        df.drop("reason"), df["reason"], "test-suites", "every test from the reference run in the sandbox"
+    )
+
+
+@task(name="testgen", **CACHED, **RETRY)
+def testgen_task(shard: pl.DataFrame, cfg: CodeTasksConfig) -> StepResult:
+    """Extra tests from inputs the `code.testgen` model proposes (kept where the solutions agree). A
+    reply that cannot be used leaves the problem with its bundled tests (said in its metadata); an
+    endpoint that is down fails the step, retried as transient (flows/runner.py)."""
+    from flows.data.code_problems import problem
+    from flows.tasks.suites import extra_tests, limits_for
+    from verifiers.endpoint import EndpointError, EndpointUnavailable
+
+    endpoint, limits = cfg.testgen.client(), limits_for(cfg.time_limit_s, cfg.memory_mb)
+
+    def extend(metadata: str) -> str:
+        meta = json.loads(metadata)
+        p = problem(meta["family"], meta["seed"], cfg.tests_per_problem)
+        try:
+            tests, proposed = extra_tests(p, endpoint, cfg.testgen_inputs, limits)
+        except EndpointUnavailable:
+            raise
+        except EndpointError as exc:
+            return json.dumps(meta | {"testgen_error": str(exc)}, sort_keys=True)
+        known = {json.dumps(t, sort_keys=True) for t in meta["tests"]}
+        new = [t for t in tests if json.dumps(t, sort_keys=True) not in known]
+        meta |= {"tests": meta["tests"] + new, "testgen": {"proposed": proposed, "added": len(new)}}
+        return json.dumps(meta, sort_keys=True)
+
+    with ThreadPoolExecutor(cfg.workers) as pool:
+        metadata = list(pool.map(extend, shard["metadata"]))
+    kept = shard.with_columns(pl.Series("metadata", metadata, dtype=pl.String))
+    reason = f"tests added from inputs proposed by {cfg.testgen.url}, where the solutions agree"
+    return split_by_reason(kept, pl.Series([None] * kept.height, dtype=pl.String), "testgen", reason)
+
+
+@task(name="reference-check", **CACHED)
+def reference_task(shard: pl.DataFrame, cfg: CodeTasksConfig) -> StepResult:
+    """The `code` verifier must score every reference 1 (it is the SFT warm start's target)."""
+    from verifiers.code import CodeVerifier
+
+    verifier = CodeVerifier(time_limit_s=cfg.time_limit_s, memory_mb=cfg.memory_mb, workers=cfg.workers)
+    return answer_check(shard, verifier, "reference-check", "the code verifier scores each reference 1")
+
+
+def preflight(config: PipelineConfig) -> list[Spec]:
+    """Check the code section before anything runs (the CLI and the DAG call this first)."""
+    from sandboxes import SandboxUnavailable, get_sandbox
+
+    specs = plan(config.code)
+    try:
+        get_sandbox("process")
+    except SandboxUnavailable as exc:  # says how to install bubblewrap
+        raise InputError(f"code tasks run their references in the process sandbox: {exc}") from None
+    return specs
+
+
+@flow(name="m1-code-tasks", flow_run_name="{config.name}-code-tasks", log_prints=True)
+def code_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
+    """Write `{run}-code` (see the module docstring); returns the manifest (as a dict), the rows per
+    family and difficulty, notes, and every task run's state."""
+    preflight(config)
+    return on_runner(code_steps, config.runner, DatasetStore(config.home).root)(config)
+
+
+@flow(name="m1-code-tasks-steps", flow_run_name="{config.name}-code-tasks-steps", log_prints=True)
+def code_steps(config: PipelineConfig) -> dict:
+    import flows.data.code_problems
+
+    cfg, store = config.code, DatasetStore(config.home)
+    specs = plan(cfg)
+    steps = Steps(config.name, "code tasks", 4 + bool(cfg.testgen.url) + len(AGAINST))
+    tasks, n = Tasks(), config.runner.shards
+    built = tasks.map(suites_task, chunks(specs, n), cfg, source_hash(flows.data.code_problems))
+    df = steps.record(merge_results(built, order_by=ROW))
+    if cfg.testgen.url:
+        df = steps.record(mapped(tasks, testgen_task, df, n, cfg))
+    df = steps.record(tasks.one(schema_task, df, "code items"))
+    df = steps.record(mapped(tasks, reference_task, df, n, cfg))
+    df, parents = deduplicate(tasks, steps, config, df, "code", AGAINST)
+    meta = [json.loads(m) for m in df["metadata"]]
+    notes = [
+        f"{style}: {count} problems" for style, count in sorted(Counter(m["style"] for m in meta).items())
+    ]
+    notes.append(f"{cfg.tests_per_problem} test inputs proposed by each family; outputs from the references")
+    if cfg.testgen.url:
+        extra = [m.get("testgen", {}) for m in meta]
+        notes.append(
+            f"testgen: {sum(e.get('added', 0) for e in extra)} tests added of {sum(e.get('proposed', 0) for e in extra)} "
+            f"inputs proposed; {sum('testgen_error' in m for m in meta)} problems without a usable reply"
+        )
+    params = {"code": cfg.model_dump(mode="json"), "minhash": config.curate.minhash.model_dump(mode="json")}
+    manifest = write(store, dataset_name(config.name, CODE), df, steps, params=params, parents=parents)
+    steps.logger.info("%d of %d tasks resumed from cache", tasks.cached, len(tasks.states))
+    return publish(manifest, df, steps, notes) | {"tasks": tasks.states}

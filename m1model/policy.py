@@ -1,0 +1,65 @@
+"""Loading and saving a policy: the model and its tokenizer from one HF-format folder, in one place.
+
+Every caller (training stages, pass-rate sampling, logic calibration, `m1 serve model`, probes) loads
+through `load_policy`, the way nanochat's `build_model(dir)` is its only loader. `save_policy` replaces a
+folder atomically, so a reader (the next stage, a server) never sees half a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+
+from m1model.modeling import M1ForCausalLM
+from m1model.tokenizer import load_tokenizer
+
+
+class CheckpointError(ValueError):
+    """A folder that is not a loadable policy checkpoint; the message names the folder and why."""
+
+
+def load_policy(
+    folder: str | Path, *, dtype: torch.dtype | None = None, device: str | torch.device = "cpu"
+) -> tuple[M1ForCausalLM, Any]:
+    """(model in eval mode, tokenizer) from a folder written by `save_policy` or `m1 model init`."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise CheckpointError(f"{folder}: not a model folder (no config.json)")
+    try:
+        model = M1ForCausalLM.from_pretrained(folder, dtype=dtype, device=device)
+        tokenizer = load_tokenizer(folder)
+    except (OSError, ValueError, SafetensorError) as exc:  # damaged or foreign: say which folder and why
+        raise CheckpointError(f"{folder}: cannot load the model: {exc}") from None
+    return model, tokenizer
+
+
+def save_policy(
+    model: M1ForCausalLM,
+    tokenizer: Any,
+    folder: str | Path,
+    extra: Mapping[str, Any] | None = None,
+    state_dict: Mapping[str, torch.Tensor] | None = None,
+) -> Path:
+    """Write model + tokenizer (+ ``extra`` as training.json) to ``folder``, replacing any previous
+    version in two renames: staged beside it, then swapped in. ``state_dict``: the weights to write
+    when the model's own are sharded (FSDP)."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staged, old = folder.with_name(f".{folder.name}.new"), folder.with_name(f".{folder.name}.old")
+    shutil.rmtree(staged, ignore_errors=True)
+    model.save_pretrained(staged, tokenizer=tokenizer, state_dict=state_dict)
+    if extra is not None:
+        (staged / "training.json").write_text(json.dumps(extra, indent=2, default=str))
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        os.rename(folder, old)
+    os.rename(staged, folder)
+    shutil.rmtree(old, ignore_errors=True)
+    return folder

@@ -1,0 +1,89 @@
+"""Prefect retries where a user expects them: a task calling an endpoint that is briefly down is retried
+with backoff; a deterministic failure (a 4xx: the request itself is wrong) is not retried."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from flows.config import PipelineConfig
+
+MC = {"question": "Which of these numbers is even? (A) 3 (B) 5 (C) 8", "answer": "(C)"}
+
+
+@pytest.fixture
+def flaky_server():
+    """An OpenAI-compatible rewriter that answers `status` for its first `failures` requests."""
+    import uvicorn
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    servers = []
+
+    def start(failures: int, status: int):
+        app, seen = FastAPI(), []
+
+        @app.post("/v1/chat/completions")
+        def chat(body: dict):
+            seen.append(body)
+            if len(seen) <= failures:
+                return JSONResponse({"error": "busy"}, status_code=status)
+            return {
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "What number is even?"}}]
+            }
+
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            threading.Event().wait(0.02)
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1", seen
+
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(5)
+
+
+def config(tmp_path, url: str) -> PipelineConfig:
+    data = tmp_path / "mc.jsonl"
+    data.write_text(json.dumps(MC) + "\n")
+    return PipelineConfig.model_validate(
+        {
+            "name": "retry",
+            "home": str(tmp_path / "home"),
+            "curate": {
+                "sources": [{"path": str(data)}],
+                "clean": {"rewrite": {"url": url, "model": "m", "retries": 1}},  # 2 attempts per task try
+            },
+        }
+    )
+
+
+@pytest.mark.slow
+def test_a_briefly_unavailable_endpoint_is_retried_by_prefect(prefect_harness, tmp_path, flaky_server):
+    from flows.curate.flow import curate_flow
+    from flows.store import DatasetStore
+
+    url, seen = flaky_server(failures=3, status=503)
+    out = curate_flow(config(tmp_path, url))
+    assert len(seen) == 4  # try 1: two 503s; Prefect retries the task; try 2: one 503, then the answer
+    clean = [state for name, state in out["tasks"] if name == "clean"]
+    assert clean == ["Completed"]
+    assert DatasetStore(tmp_path / "home").read("retry-curated")["prompt"].to_list() == [
+        "What number is even?"
+    ]
+
+
+@pytest.mark.slow
+def test_a_deterministic_failure_is_not_retried(prefect_harness, tmp_path, flaky_server):
+    from flows.curate.flow import curate_flow
+    from verifiers.endpoint import EndpointError
+
+    url, seen = flaky_server(failures=100, status=400)
+    with pytest.raises(EndpointError, match="HTTP 400"):
+        curate_flow(config(tmp_path, url))
+    assert len(seen) == 1  # neither the client nor Prefect asked again

@@ -1,0 +1,151 @@
+"""The one client for OpenAI-compatible endpoints: vLLM, `m1 serve model`, hosted APIs.
+
+Everything in the project that talks to a model over HTTP goes through `Endpoint`: multiple-choice
+rewrites and pass-rate sampling in curation, logic calibration, test-suite generation, generative
+judges, SWE problem statements. It lives in `verifiers/` so that verifiers (judges, test generation)
+can use it without importing `flows`.
+
+Transient failures (connection errors, timeouts, HTTP 429 and 5xx) are retried with exponential
+backoff; a deterministic failure (any other 4xx, a reply that is not a completion) is not. When the
+retries are spent, `EndpointError` says which URL failed and why, for the whole batch.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class EndpointError(RuntimeError):
+    """The endpoint could not be used: unreachable after retries, an HTTP error, or an unusable reply."""
+
+
+class EndpointUnavailable(EndpointError):
+    """Transient failures outlasted the retries (down, overloaded, timing out): worth retrying later,
+    unlike a 4xx or a malformed reply, which would fail the same way again."""
+
+
+@dataclass
+class Endpoint:
+    """``base_url`` ends before the API path, e.g. ``http://127.0.0.1:8000/v1``.
+
+    ``api_key`` defaults to ``$OPENAI_API_KEY`` (vLLM and `m1 serve model` read the same bearer token).
+    """
+
+    base_url: str
+    model: str = "default"
+    api_key: str | None = None
+    timeout: float = 120.0
+    retries: int = 3
+    backoff_s: float = 0.5
+    concurrency: int = 8
+
+    def client(self) -> httpx.Client:
+        key = self.api_key or os.environ.get("OPENAI_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=self.base_url.rstrip("/"), headers=headers, timeout=self.timeout)
+
+    # -- the two APIs ------------------------------------------------------------------------------------
+
+    def chat(
+        self,
+        prompts: Sequence[str | list[dict[str, str]]],
+        *,
+        n: int = 1,
+        system: str | None = None,
+        **params: Any,
+    ) -> list[list[str]]:
+        """n chat completions per prompt (a string, or a message list), one request per prompt,
+        ``concurrency`` at a time. Asks again for the missing ones when a server returns fewer than n."""
+
+        def messages(prompt: str | list[dict[str, str]]) -> list[dict[str, str]]:
+            head = [{"role": "system", "content": system}] if system else []
+            return head + (prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}])
+
+        with self.client() as client:
+
+            def one(prompt: str | list[dict[str, str]]) -> list[str]:
+                out: list[str] = []
+                while len(out) < n:
+                    body = {"model": self.model, "messages": messages(prompt), "n": n - len(out), **params}
+                    choices = self.post(client, "/chat/completions", body).get("choices") or []
+                    if not choices:
+                        raise EndpointError(f"{self.base_url}/chat/completions: reply without choices")
+                    try:
+                        ordered = sorted(choices, key=lambda c: c.get("index", 0))
+                        out += [(c.get("message") or {}).get("content") or "" for c in ordered]
+                    except (AttributeError, TypeError):
+                        raise EndpointError(
+                            f"{self.base_url}/chat/completions: reply is not a chat completion"
+                        ) from None
+                return out[:n]
+
+            return self._map(one, prompts)
+
+    def complete(self, prompts: Sequence[str], *, n: int = 1, **params: Any) -> list[list[str]]:
+        """n text completions per prompt, in requests of up to 16 prompts (the API takes a list)."""
+        batches = [list(prompts[i : i + 16]) for i in range(0, len(prompts), 16)]
+        with self.client() as client:
+
+            def one(batch: list[str]) -> list[list[str]]:
+                data = self.post(
+                    client, "/completions", {"model": self.model, "prompt": batch, "n": n, **params}
+                )
+                out: list[list[str]] = [[] for _ in batch]
+                try:
+                    for c in sorted(data["choices"], key=lambda c: c["index"]):
+                        out[c["index"] // n].append(c["text"])
+                except (KeyError, IndexError, TypeError):
+                    raise EndpointError(f"{self.base_url}/completions: reply is not a completion") from None
+                return out
+
+            return [texts for batch in self._map(one, batches) for texts in batch]
+
+    def models(self) -> list[str]:
+        with self.client() as client:
+            data = self.post(client, "/models", None)
+        return [m.get("id", "") for m in data.get("data", [])]
+
+    # -- transport -------------------------------------------------------------------------------------
+
+    def _map(self, fn, items: Sequence) -> list:
+        if len(items) <= 1 or self.concurrency <= 1:
+            return [fn(x) for x in items]
+        with ThreadPoolExecutor(min(self.concurrency, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+    def post(self, client: httpx.Client, path: str, body: dict | None) -> dict:
+        """POST (GET when ``body`` is None) with retries on transient failures; the reply's JSON."""
+        url = f"{self.base_url.rstrip('/')}{path}"
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                # full jitter: concurrent clients that failed together do not retry together
+                time.sleep(random.uniform(0, self.backoff_s * 2 ** (attempt - 1)))
+            try:
+                resp = client.get(path) if body is None else client.post(path, json=body)
+            except httpx.HTTPError as exc:
+                last = f"unreachable ({type(exc).__name__}: {exc})"
+                continue
+            if resp.status_code in RETRY_STATUS:
+                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                continue
+            if resp.status_code >= 400:
+                raise EndpointError(f"{url}: HTTP {resp.status_code}: {resp.text[:200]}")
+            try:
+                data = resp.json()
+            except ValueError:
+                raise EndpointError(f"{url}: reply is not JSON: {resp.text[:200]!r}") from None
+            if not isinstance(data, dict):
+                raise EndpointError(f"{url}: reply is not a JSON object")
+            return data
+        raise EndpointUnavailable(f"{url}: {last} (after {self.retries + 1} attempts)")
