@@ -108,3 +108,12 @@ def test_checkpoint_resume_is_identical(tmp_path, new_tiny_model):
         resumed.optimizer.state_dict()["state"][0]["step"]
         == straight.optimizer.state_dict()["state"][0]["step"]
     )
+
+
+def test_optimizer_is_the_papers_adamw(tiny_model):
+    """Section 3.2: beta2 0.95 and eps 1e-15; the defaults (0.999, 1e-8) swamp M1's tiny gradients."""
+    optimizer = make_trainer(tiny_model).optimizer
+    assert type(optimizer) is torch.optim.AdamW
+    (group,) = optimizer.param_groups
+    assert group["betas"] == (0.9, 0.95) and group["eps"] == 1e-15
+    assert group["params"] == [p for p in tiny_model.parameters() if p.requires_grad]
