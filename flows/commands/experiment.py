@@ -34,8 +34,7 @@ def algorithms(
     Full size: 6 arms x 3 seeds x 30 RL steps of 16 prompts x 8 responses with 16 off-policy updates per
     generation batch, from one shared 400-step SFT warm start; under 30 minutes on 2 idle cores.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from flows.commands.progress import bars
     from flows.experiments import algorithms as lib
 
     console = Console()
@@ -47,13 +46,7 @@ def algorithms(
         return
     size = lib.size_for(quick, seeds=seeds, steps=steps, workers=workers)
     console.print(f"size: {size.describe()}", highlight=False)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as bar:
+    with bars(console) as bar:
         task = bar.add_task("preparing", total=None)
 
         def phase(text: str) -> None:

@@ -56,8 +56,7 @@ def train_judge(
 ) -> None:
     """SFT a small m1model judge on labelled responses to math, logic and general items; evaluate it on
     held-out prompts; save it (HF format) for `m1 serve model`."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from flows.commands.progress import bars
     from flows.curriculum.settings import use_threads
     from flows.genrm.evaluate import JudgeEval
     from flows.genrm.train_judge import HELDOUT
@@ -66,13 +65,7 @@ def train_judge(
     cfg = _config(config, set_)
     use_threads(cfg.train)
     g = cfg.genrm
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as progress:
+    with bars(console) as progress:
         bar = progress.add_task("judge SFT", total=g.judge_steps)
         summary = train(
             output,

@@ -80,21 +80,19 @@ def generate(
     seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Batch seed: same seed, same bytes.")] = 0,
 ) -> None:
     """Generate N instances as canonical RL items (the same seed gives byte-identical output)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from flows.atomic import atomic_path
+    from flows.commands.progress import bars
 
     logic_task = _task(task)
     if difficulty not in logic_task.levels:
         raise InputError(
             f"--difficulty {difficulty}: {task} has levels {logic_task.difficulties[0]}..{logic_task.difficulties[-1]}"
         )
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     console = Console(stderr=True)
     with (
         atomic_path(output) as tmp,
         tmp.open("w", encoding="utf-8") as out,
-        Progress(*columns, console=console, transient=True) as progress,
+        bars(console, transient=True) as progress,
     ):
         bar = progress.add_task(f"{task} d{difficulty}", total=n)
         for i in range(n):

@@ -36,10 +36,9 @@ def _repos(path: Path | None) -> Path:
 
 
 def _progress():
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from flows.commands.progress import bars
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    return Progress(*columns, console=err, transient=True)
+    return bars(err, transient=True)
 
 
 @contextlib.contextmanager

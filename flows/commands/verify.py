@@ -112,9 +112,8 @@ def _count_lines(path: Path) -> int:
 
 def score_file(verifier, source: Path, target: Path, batch_size: int, console: Console) -> dict[str, float]:
     """Score `source` into `target` (atomically) in batches; returns summary counts."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from flows.atomic import atomic_path
+    from flows.commands.progress import bars
     from verifiers.base import Reward, verify_safely
 
     stats = {"rows": 0, "errors": 0, "bad_lines": 0, "reward_sum": 0.0}
@@ -133,11 +132,10 @@ def score_file(verifier, source: Path, target: Path, batch_size: int, console: C
             )
 
     total = _count_lines(source)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with (
         atomic_path(target) as tmp,
         tmp.open("w", encoding="utf-8") as out,
-        Progress(*columns, console=console, transient=True) as progress,
+        bars(console, transient=True) as progress,
     ):
         task = progress.add_task(f"verify [{verifier.name}]", total=total)
         batch: list[tuple[dict[str, Any], str | None]] = []

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from verifiers.logic import TASKS
+from verifiers.logic.reasoning_gym_adapter import available
 
 runner = CliRunner()
 MINE = [
@@ -52,7 +53,10 @@ def test_list_json_names_every_task_with_its_range():
     out = runner.invoke(app, ["logic", "list", "--json"])
     assert out.exit_code == 0, out.output
     listed = {row["name"]: row for row in json.loads(out.output)["tasks"]}
-    assert set(MINE) <= set(listed) and set(listed) == set(TASKS)
+    built_in = {name for name, row in listed.items() if row["source"] == "built-in"}
+    assert set(MINE) <= built_in and built_in == set(TASKS)
+    gym = {f"rg_{name}" for name in available()}
+    assert set(listed) - built_in == gym and all(name.startswith("rg_") for name in gym)
     assert listed["sudoku"]["min_difficulty"] == 1 and listed["sudoku"]["max_difficulty"] >= 5
     assert all(row["description"] for row in listed.values())
 
