@@ -9,12 +9,31 @@ import pytest
 
 
 @pytest.fixture
-def openai_server():
-    """Start servers from handlers: chat(body) -> list of reply texts (n of them); returns the base URL."""
+def serve_app():
+    """Serve FastAPI apps on loopback ports for the test's lifetime: serve(app) -> base URL ending in /v1."""
     import uvicorn
-    from fastapi import FastAPI
 
     servers = []
+
+    def serve(app) -> str:
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            threading.Event().wait(0.02)
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1"
+
+    yield serve
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(5)
+
+
+@pytest.fixture
+def openai_server(serve_app):
+    """Start servers from handlers: chat(body) -> list of reply texts (n of them); returns the base URL."""
+    from fastapi import FastAPI
 
     def start(
         chat: Callable[[dict], list[str]], completions: Callable[[dict], list[list[str]]] | None = None
@@ -45,15 +64,6 @@ def openai_server():
                 ]
             }
 
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            threading.Event().wait(0.02)
-        servers.append((server, thread))
-        return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1", seen
+        return serve_app(app), seen
 
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(5)
+    return start

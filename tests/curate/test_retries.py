@@ -4,7 +4,6 @@ with backoff; a deterministic failure (a 4xx: the request itself is wrong) is no
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 
@@ -14,13 +13,10 @@ MC = {"question": "Which of these numbers is even? (A) 3 (B) 5 (C) 8", "answer":
 
 
 @pytest.fixture
-def flaky_server():
+def flaky_server(serve_app):
     """An OpenAI-compatible rewriter that answers `status` for its first `failures` requests."""
-    import uvicorn
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
-
-    servers = []
 
     def start(failures: int, status: int):
         app, seen = FastAPI(), []
@@ -34,18 +30,9 @@ def flaky_server():
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": "What number is even?"}}]
             }
 
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            threading.Event().wait(0.02)
-        servers.append((server, thread))
-        return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1", seen
+        return serve_app(app), seen
 
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(5)
+    return start
 
 
 def config(tmp_path, url: str) -> PipelineConfig:
