@@ -15,6 +15,10 @@ it through this module or, in a curriculum TOML, as ``{run}-<kind>``, which `dat
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from typing import Any
+
 from flows.errors import ConfigError
 
 CURATED = "curated"
@@ -26,6 +30,14 @@ KINDS = (CURATED, SYNLOGIC, CODE, SWE, GENERAL)
 KIND_DOMAINS = {CURATED: "math", SYNLOGIC: "logic", CODE: "code", SWE: "swe", GENERAL: "general"}
 # The config section whose `enabled` switches each kind's producing flow on or off (curation always runs).
 KIND_SECTIONS = {SYNLOGIC: "logic", CODE: "code", SWE: "swe", GENERAL: "genrm"}
+# Each generated kind's producing flow, "module:function" (imported only when used). Curated data comes
+# from the user's sources through `m1 curate run`; these need nothing but the config.
+PRODUCERS = {
+    SYNLOGIC: "flows.tasks.logic:logic_tasks",
+    CODE: "flows.tasks.code:code_tasks",
+    SWE: "flows.swe.flow:swe_tasks",
+    GENERAL: "flows.genrm.flow:general_tasks",
+}
 
 
 def dataset_name(run: str, kind: str) -> str:
@@ -46,9 +58,20 @@ def produced(config, kind: str) -> bool:
     return section is None or bool(getattr(getattr(config, section, None), "enabled", False))
 
 
+def kind_of(template: str) -> str | None:
+    """The kind a curriculum's ``{run}-<kind>`` entry names; None for a literal store name."""
+    return template.removeprefix("{run}-") if template.startswith("{run}-") else None
+
+
 def resolve(template: str, run: str) -> str:
     """A curriculum's dataset entry: ``{run}-<kind>`` becomes this run's name for that kind (checked);
     anything else is taken as a literal store name (a user's own dataset)."""
     if template.startswith("{run}-"):
         return dataset_name(run, template.removeprefix("{run}-"))
     return template.replace("{run}", run)
+
+
+def producer(kind: str) -> Callable[..., dict[str, Any]]:
+    """The flow that writes this kind's dataset."""
+    module, name = PRODUCERS[kind].split(":")
+    return getattr(importlib.import_module(module), name)

@@ -23,8 +23,9 @@ def deployments(config: PipelineConfig, cron: str | None = None) -> list:
     """
     from flows.curate.flow import curate_flow
     from flows.curriculum import load_curriculum
+    from flows.datasets import PRODUCERS, producer
     from flows.logic_calibration import logic_calibration
-    from flows.pipeline import PRODUCERS, pipeline, producer
+    from flows.pipeline import pipeline
     from flows.train import train_curriculum, train_stage
 
     params = {"config": config.model_dump(mode="json")}

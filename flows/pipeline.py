@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -22,30 +21,18 @@ from prefect.artifacts import create_markdown_artifact
 from flows.artifacts import artifact_key
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
-from flows.datasets import CODE, CURATED, GENERAL, SWE, SYNLOGIC, dataset_name, produced
+from flows.datasets import CODE, CURATED, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
 from flows.errors import InputError
 from flows.report import RunReport
 from flows.runner import shared_cluster
 from flows.store import DatasetStore
 
-# Each dataset kind's producing flow, "module:function" (imported only when switched on).
-PRODUCERS = {
-    SYNLOGIC: "flows.tasks.logic:logic_tasks",
-    CODE: "flows.tasks.code:code_tasks",
-    SWE: "flows.swe.flow:swe_tasks",
-    GENERAL: "flows.genrm.flow:general_tasks",
-}
 PLANTED_BY_STEP = {
     "exact-dedup": "exact",
     "minhash-dedup": "near",
     "decontaminate": "leak",
     "answer-check": "unparseable",
 }
-
-
-def producer(kind: str) -> Callable[[PipelineConfig], dict]:
-    module, name = PRODUCERS[kind].split(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def preflight(config: PipelineConfig) -> None:

@@ -59,6 +59,23 @@ def _prefect_progress(phase_totals: dict[str, int]) -> StepCallback:
     return on_step
 
 
+def build_missing_task_data(config: PipelineConfig, curriculum) -> list[str]:
+    """The generated datasets (logic, code, SWE, general) this curriculum reads that the store lacks,
+    built by their own flows as `m1 run` builds them, so that `m1 curate run` then `m1 train
+    curriculum` works on a fresh store. Curated data is the user's and is never made up here."""
+    from flows.datasets import PRODUCERS, dataset_name, kind_of, producer
+    from flows.store import DatasetStore
+
+    store, built = DatasetStore(config.home), []
+    for entry in curriculum.datasets:
+        kind = kind_of(entry)
+        if kind in PRODUCERS and store.latest(name := dataset_name(config.name, kind)) is None:
+            get_run_logger().info("%s is not in the store yet: building it (%s)", name, PRODUCERS[kind])
+            producer(kind)(config)
+            built.append(name)
+    return built
+
+
 @flow(name="sft-warm-start", flow_run_name="{config.name}-sft", log_prints=True)
 def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     """The first stage's start: a tokenizer and fresh model trained with SFT on the curriculum's training
@@ -74,6 +91,7 @@ def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         return {"base": config.train.init_from, "built": False, "sft": []}
     use_threads(config.train)
     curriculum, _ = active_curriculum(config)
+    build_missing_task_data(config, curriculum)
     store = DatasetStore(config.home)
     data = load_data(store, curriculum, config.name, config.eval.fraction)
     on_step = _prefect_progress({"sft": config.train.sft_steps})
@@ -109,6 +127,7 @@ def train_stage(stage: str, config: PipelineConfig = DEFAULT_CONFIG, restart: bo
 
     use_threads(config.train)
     curriculum, _ = active_curriculum(config)
+    build_missing_task_data(config, curriculum)
     steps = curriculum.stages[curriculum.index(stage)].steps
     progress = _prefect_progress({"sft": config.train.sft_steps, stage: steps})
     result = run_stage(
@@ -147,6 +166,7 @@ def train_curriculum(config: PipelineConfig = DEFAULT_CONFIG, restart: bool = Fa
     curriculum, notes = active_curriculum(config)
     for note in notes:
         get_run_logger().info(note)
+    build_missing_task_data(config, curriculum)
     return [train_stage(s.name, config, restart=restart) for s in curriculum.stages]
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from flows.datasets import KIND_DOMAINS, check_kind, resolve
+from flows.datasets import KIND_DOMAINS, check_kind, kind_of, resolve
 from flows.errors import ConfigError
 
 BUNDLED = Path(__file__).resolve().parent
@@ -137,7 +137,7 @@ class Curriculum(BaseModel):
         notes: list[str] = []
         datasets, dropped_domains = [], set()
         for d in self.datasets:
-            kind = d.removeprefix("{run}-") if d.startswith("{run}-") else None
+            kind = kind_of(d)
             if kind is not None and not produced(kind):
                 notes.append(f"dataset {d}: its flow is switched off")
                 dropped_domains.add(KIND_DOMAINS.get(kind, kind))

@@ -39,6 +39,9 @@ SMALL = {
         "max_sampling_rounds": 1,
     },
     "eval": {"n_items": 4, "max_new_tokens": 4},
+    "logic": {"n_items": 24},
+    "code": {"n_problems": 8, "tests_per_problem": 3},
+    "genrm": {"enabled": False},  # its judge training has its own test (tests/genrm/test_flow.py)
 }
 M1 = str(Path(sys.executable).with_name("m1"))
 
@@ -55,9 +58,11 @@ def test_curate_then_train_curriculum_on_a_fresh_store(tmp_path):
     curate = run(["curate", "run", "-c", str(config)], env)
     assert curate.returncode == 0, curate.stderr[-2000:]
     listed = run(["train", "list-stages", "-c", str(config), "--json"], env)
-    assert [r["state"] for r in json.loads(listed.stdout)] == ["pending", "pending"]
+    assert [r["state"] for r in json.loads(listed.stdout)] == ["pending (datasets missing)"] * 2
     train = run(["train", "curriculum", "-c", str(config)], env)
     assert train.returncode == 0, train.stderr[-2000:]
+    data = run(["data", "list", "--json"], env)
+    assert {"user-curated", "user-synlogic", "user-code"} <= {d["name"] for d in json.loads(data.stdout)}
     assert "reasoning" in train.stdout and "length-window" in train.stdout
     listed = run(["train", "list-stages", "-c", str(config), "--json"], env)
     assert [r["state"] for r in json.loads(listed.stdout)] == ["done", "done"]

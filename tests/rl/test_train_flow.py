@@ -332,8 +332,7 @@ def test_cli_list_stages_json(tmp_path):
 def test_bundled_curricula_name_real_verifiers_and_datasets(name):
     """Every verifier a bundled curriculum names is a registered plugin, and every dataset is written by
     a flow of the DAG (or a user's own store name)."""
-    from flows.datasets import KINDS
-    from flows.pipeline import PRODUCERS
+    from flows.datasets import KINDS, PRODUCERS
     from verifiers.base import default_registry
 
     cur = load_curriculum(name)
