@@ -108,9 +108,11 @@ def scan(text: str, token: str, separators: str = SEPARATORS, what: str = "the a
     Raises ParseError naming the first stray piece; returns the tokens in order (possibly none)."""
     pattern = re.compile(token, re.ASCII)
     found = [m.group() for m in pattern.finditer(text)]
-    stray = re.search(rf"[^{separators}]+", pattern.sub(" ", text), flags=re.ASCII)
+    blanked = pattern.sub(lambda m: " " * len(m.group()), text)  # same length: positions still match
+    stray = re.search(rf"[^{separators}]", blanked, flags=re.ASCII)
     if stray:
-        piece = stray.group()
+        i = stray.start()  # report the whole word around the stray character, e.g. 'zz9'
+        piece = re.search(r"\S*$", text[:i]).group() + re.match(r"\S*", text[i:]).group()
         raise ParseError(f"unexpected {piece[:20]!r}{'...' if len(piece) > 20 else ''} in {what}")
     return found
 
