@@ -54,6 +54,7 @@ SYMBOLS = {
     "game_of_24": "+-*/",
     "mathador": "+-*/",
     "math_path": "+-*/",
+    "kakuro": "#",
 }
 CYRILLIC = dict(zip("aceopxyABCEHKMOPTX", "асеорхуАВСЕНКМОРТХ", strict=True))
 FULLWIDTH = {str(d): chr(0xFF10 + d) for d in range(10)}
@@ -289,7 +290,7 @@ def replacement(name: str, token: str, gold: str, rng: random.Random) -> str:
     elif token.isalpha():
         options = [w for w in re.findall(r"[A-Za-z]+", gold) + ["zz", "qux"] if w.lower() != token.lower()]
     else:
-        options = list(SYMBOLS[name])
+        options = [*SYMBOLS[name], "5"]
     options = [o for o in options if o != token and o.lstrip("0") != token.lstrip("0")]
     return rng.choice(options)
 

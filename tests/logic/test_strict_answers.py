@@ -164,6 +164,8 @@ def test_kakuro_repeated_digit_in_a_run():
     assert verify("kakuro", KAKURO, "# # #\n# 1 3\n# 3 1")[0] == 1.0
     reward, details = verify("kakuro", KAKURO, "# # #\n# 2 2\n# 2 2")  # every sum is right
     assert reward == 0.0 and all("repeats a digit" in v for v in details["violations"]), details
+    reward, details = verify("kakuro", KAKURO, "# # #\n# 1 3\n5 3 1")  # a digit in a black cell
+    assert reward == 0.0 and details["violations"] == ["black cell (3,1) holds 5"]
 
 
 def test_zebra_two_values_for_one_attribute():
