@@ -1,4 +1,4 @@
-"""Grid helpers shared by the grid puzzles: lenient answer parsing, rendering, neighbourhoods.
+"""Grid helpers shared by the grid puzzles: answer parsing, rendering, neighbourhoods.
 
 Models write grids in many layouts: one row per line separated by spaces, commas or bars, Python-style
 nested lists, or digits run together ("4213"). `parse_grid` accepts all of them as long as the text holds

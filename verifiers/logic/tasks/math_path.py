@@ -73,9 +73,9 @@ class MathPath(LogicTask):
                 filled[k] = parse_int(t)
         else:
             left, equals, right = _split_equation(tokens)
-            if equals and right != [str(puzzle["result"])]:
-                if len(right) != 1 or not right[0].isdigit():
-                    raise ParseError("expected one number after '='")
+            if equals and (len(right) != 1 or not right[0].isdigit()):
+                raise ParseError("expected one number after '='")
+            if equals and parse_int(right[0]) != puzzle["result"]:
                 return 0.0, {
                     "correct": False,
                     "reason": "the right-hand side was changed",
