@@ -6,8 +6,10 @@ package is installed (extra ``logic``); see `verifiers.logic.reasoning_gym_adapt
 Adding a task: write ``tasks/<name>.py`` with a `LogicTask` subclass (base.py documents the contract) and
 ``TASK = MyTask()``. Grid puzzles can build on the shared pieces: `fill.FillInTask` (answers that are
 completed number grids), `binary.MarkedCellsTask` (answers that mark cells), `solvers` (rules as CNF for
-python-sat; clue reduction and uniqueness proofs), `grids` (lenient answer parsing). The contract tests in
-tests/logic/test_tasks.py then cover the new task at every level with no further code.
+python-sat; clue reduction and uniqueness proofs), `grids` (grid and coordinate answers). Other answers
+read through `textutil.scan`, the one strict grammar reader: layout is free, stray text is a parse error.
+The contract tests in tests/logic/test_tasks.py and the fuzz contract in tests/logic/test_fuzz_contract.py
+then cover the new task with no further code (a task accepting several answers adds a checker there).
 """
 
 from __future__ import annotations

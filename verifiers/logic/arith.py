@@ -15,7 +15,7 @@ from typing import Any
 
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 # Typographic operators models like to use.
-_NORMALISE = str.maketrans(
+NORMALISE = str.maketrans(
     {"×": "*", "·": "*", "÷": "/", "−": "-", "–": "-", "[": "(", "]": ")", "{": "(", "}": ")"}
 )
 
@@ -36,7 +36,7 @@ class Evaluated:
 
 def clean_expression(text: str) -> str:
     """Normalise operator symbols and drop a trailing '= value' so '(8-2)×4 = 24' parses."""
-    text = text.translate(_NORMALISE).strip().strip("`$").strip()
+    text = text.translate(NORMALISE).strip().strip("`$").strip()
     text = re.sub(r"(?<=\d)\s*[xX]\s*(?=[\d(])", "*", text)  # 3 x 8 as multiplication
     if "=" in text:
         sides = [s.strip() for s in text.split("=")]
@@ -159,6 +159,19 @@ def score_expression(
 ) -> tuple[float, dict[str, Any]]:
     """1 when the expression uses exactly the given numbers and equals target (with every intermediate
     result a positive integer when ``positive_integers``)."""
+    sides = answer.translate(NORMALISE).split("=")
+    if len(sides) > 2:
+        return 0.0, {"error": "parse error: more than one '=' in the expression"}
+    if len(sides) == 2:  # "(8 - 2) * 4 = 24" or "24 = ...": the other side must be the stated target
+        stated = min(sides, key=lambda s: sum(s.count(o) for o in "+-*/")).strip().strip("`$").strip()
+        if not re.fullmatch(r"\d{1,18}", stated, flags=re.ASCII):
+            return 0.0, {"error": f"parse error: {stated[:30]!r} after '=' is not a number"}
+        if int(stated) != target:
+            return 0.0, {
+                "correct": False,
+                "reason": "the equation states another result",
+                "stated": int(stated),
+            }
     try:
         ev = evaluate(answer)
     except ExprError as exc:

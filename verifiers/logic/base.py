@@ -15,16 +15,28 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ANSWER_FORMAT = "Put your final answer inside <answer></answer> tags."
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+# Far beyond any task's answer (the largest grid is a few hundred characters). Longer answer text is a
+# parse error before any task parses it, which bounds the work a hostile response can cause.
+MAX_ANSWER_CHARS = 20_000
+
+
+# Greedy from the start: the match ends at the *last* tag, found in one backward scan (linear time even
+# for a response of a million unclosed tags, where a lazy findall would be quadratic).
+_LAST_CLOSE = re.compile(r".*</answer>", re.DOTALL | re.IGNORECASE)
+_LAST_OPEN = re.compile(r".*<answer>", re.DOTALL | re.IGNORECASE)
 
 
 def extract_answer(response: str) -> str | None:
-    """The text of the last <answer> block after any </think>; None when there is none."""
+    """The text of the last <answer>...</answer> block after any </think>; None when there is none."""
     if not isinstance(response, str):
         return None
     tail = response.rsplit("</think>", 1)[-1]
-    blocks = _ANSWER.findall(tail)
-    return blocks[-1].strip() if blocks else None
+    close = _LAST_CLOSE.match(tail)
+    if close is None:
+        return None
+    end = close.end() - len("</answer>")
+    opening = _LAST_OPEN.match(tail, 0, end)
+    return tail[opening.end() : end].strip() if opening else None
 
 
 class ParseError(ValueError):
@@ -107,6 +119,8 @@ class LogicTask(ABC):
         answer = extract_answer(response)
         if answer is None:
             return 0.0, {"error": "parse error: no <answer>...</answer> block after </think>"}
+        if len(answer) > MAX_ANSWER_CHARS:
+            return 0.0, {"error": f"parse error: answer longer than {MAX_ANSWER_CHARS} characters"}
         try:
             return self.score(puzzle, answer)
         except ParseError as exc:

@@ -8,7 +8,11 @@ from abc import abstractmethod
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import first_difference, letters, sentence, strip_wrapping
+from verifiers.logic.textutil import first_difference, scan, sentence, strip_wrapping
+
+# Between words an answer may carry spaces and sentence punctuation; anything else (digits, symbols,
+# look-alike letters) is not part of a text in capital letters.
+PUNCTUATION = r"\s.,;:!?'\"-"
 
 
 class CipherTask(LogicTask):
@@ -61,10 +65,10 @@ class CipherTask(LogicTask):
         return LogicInstance(self.name, difficulty, seed, prompt, answer, puzzle)
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        got = letters(strip_wrapping(answer))
+        got = "".join(scan(strip_wrapping(answer), r"[A-Za-z]+", PUNCTUATION, "a text of letters")).upper()
         if not got:
             return 0.0, {"error": "parse error: the answer contains no letters"}
-        want = letters(puzzle["answer"])
+        want = puzzle["answer"].replace(" ", "")
         if got == want:
             return 1.0, {"correct": True}
         i = first_difference(got, want)

@@ -6,7 +6,6 @@ import random
 
 PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 CLOSERS = {v: k for k, v in PAIRS.items()}
-BRACKETS = "".join(PAIRS) + "".join(PAIRS.values())
 
 
 def random_dyck(rng: random.Random, length: int, types: int, max_depth: int) -> str:
@@ -48,7 +47,3 @@ def closing(prefix: str) -> str:
         else:
             stack.pop()
     return "".join(PAIRS[c] for c in reversed(stack))
-
-
-def only_brackets(text: str) -> str:
-    return "".join(c for c in text if c in BRACKETS)

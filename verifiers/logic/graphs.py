@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 import re
 
-from verifiers.logic.textutil import integers, parse_int
+from verifiers.logic.base import ParseError
+from verifiers.logic.textutil import SEPARATORS, no_repeats, parse_int, scan, strip_wrapping
 
 
 def random_connected_edges(rng: random.Random, n: int, m: int) -> list[tuple[int, int]]:
@@ -21,18 +22,32 @@ def random_connected_edges(rng: random.Random, n: int, m: int) -> list[tuple[int
     return sorted(edges)
 
 
+# Between the vertices of a path: arrows ("1 -> 4", "1 → 4"), dashes, commas, spaces and list brackets.
+PATH_SEPARATORS = r"\s,;\->→\[\]()"
+_PAIR = re.compile(r"(\d+)\s*(?::|=|->|→)\s*(\d+)", re.ASCII)
+
+
 def vertex_sequence(text: str) -> list[int]:
-    """'1 -> 4 -> 2', '[1, 4, 2]', '1-4-2' -> [1, 4, 2]."""
-    return integers(text, signed=False)
+    """'1 -> 4 -> 2', '[1, 4, 2]', '1-4-2' -> [1, 4, 2]; anything but numbers and separators is a
+    parse error."""
+    text = strip_wrapping(text)
+    if re.search(r"(?<!\d)-(?=\d)", text, flags=re.ASCII):  # a sign, not a dash between two vertices
+        raise ParseError("vertices are positive numbers")
+    return [parse_int(v) for v in scan(text, r"\d+", PATH_SEPARATORS, "a vertex sequence")]
 
 
-def vertex_map(text: str, n: int) -> dict[int, int] | None:
-    """'1: 2, 2: 1' or '1=2 2=1' pairs; else exactly n bare numbers read as values for 1..n; else None."""
-    pairs = re.findall(r"(?<!\d)(\d+)\s*(?::|=|->|→)\s*(\d+)", text)  # lookbehind: linear on long digit runs
-    if pairs:
-        out: dict[int, int] = {}
-        for v, c in pairs:
-            out.setdefault(parse_int(v), parse_int(c))
-        return out
-    values = integers(text, signed=False)
-    return dict(enumerate(values, 1)) if len(values) == n else None
+def vertex_map(text: str, n: int) -> dict[int, int]:
+    """'1: 2, 2: 1' or '1=2 2=1' pairs (each vertex once), else exactly n bare numbers read as the values
+    for 1..n. Raises ParseError for anything else."""
+    text = strip_wrapping(text)
+    if _PAIR.search(text):
+        pairs = [
+            _PAIR.fullmatch(t).groups() for t in scan(text, _PAIR.pattern, SEPARATORS, "vertex:value pairs")
+        ]
+        vertices = [parse_int(v) for v, _ in pairs]
+        no_repeats(vertices, "the vertex")
+        return dict(zip(vertices, (parse_int(c) for _, c in pairs), strict=True))
+    values = [parse_int(v) for v in scan(text, r"\d+", SEPARATORS, "a list of values")]
+    if len(values) != n:
+        raise ParseError(f"expected vertex:value pairs or {n} values, found {len(values)} numbers")
+    return dict(enumerate(values, 1))

@@ -1,8 +1,9 @@
-"""Grid helpers shared by the grid puzzles: lenient answer parsing, rendering, neighbourhoods.
+"""Grid helpers shared by the grid puzzles: answer parsing, rendering, neighbourhoods.
 
 Models write grids in many layouts: one row per line separated by spaces, commas or bars, Python-style
-nested lists, or digits run together ("4213"). `parse_grid` accepts all of them as long as the cell
-tokens come out as exactly rows x cols, and raises `ParseError` (reward 0, "parse error" detail) otherwise.
+nested lists, or digits run together ("4213"). `parse_grid` accepts all of them as long as the text holds
+nothing but cell tokens and those separators and the cells come out as exactly rows x cols, and raises
+`ParseError` (reward 0, "parse error" detail) otherwise: a stray word or a second grid is never skipped.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ import re
 from collections.abc import Iterator, Sequence
 
 from verifiers.logic.base import ParseError
+from verifiers.logic.textutil import no_repeats, parse_int, scan
 
 Cell = tuple[int, int]
 ORTHOGONAL = ((-1, 0), (1, 0), (0, -1), (0, 1))
 KING = tuple((dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0))
+GRID_SEPARATORS = r"\s,;|\[\]()"  # spaces, commas, bars and nested-list brackets between cells
+COORD_SEPARATORS = r"\s,;\[\]()"
 
 
 def parse_grid(text: str, rows: int, cols: int, token: str = r"-?\d+") -> list[list[str]]:
@@ -23,7 +27,8 @@ def parse_grid(text: str, rows: int, cols: int, token: str = r"-?\d+") -> list[l
     Row-per-line layouts are tried first; a line holding a single run of ``cols`` one-character cells
     ("4213") is split into characters. Failing that, all tokens in reading order are chunked into rows.
     """
-    pattern = re.compile(token)
+    scan(text, token, GRID_SEPARATORS, f"a {rows}x{cols} grid")
+    pattern = re.compile(token, re.ASCII)
     lines = [pattern.findall(line) for line in text.splitlines()]
     lines = [found for found in lines if found]
     if len(lines) == rows:
@@ -45,7 +50,7 @@ def _split_run(found: list[str], cols: int) -> list[str]:
 
 
 def parse_int_grid(text: str, rows: int, cols: int) -> list[list[int]]:
-    return [[int(tok) for tok in row] for row in parse_grid(text, rows, cols, r"\d+")]
+    return [[parse_int(tok) for tok in row] for row in parse_grid(text, rows, cols, r"\d+")]
 
 
 def parse_binary_grid(text: str, rows: int, cols: int, on: str = "1#", off: str = "0.") -> list[list[int]]:
@@ -55,19 +60,15 @@ def parse_binary_grid(text: str, rows: int, cols: int, on: str = "1#", off: str 
     return [[1 if tok.upper() in on.upper() else 0 for tok in row] for row in grid]
 
 
-_COORD = re.compile(r"\(?\s*(\d+)\s*[,;\s]\s*(\d+)\s*\)?")
-
-
 def parse_coords(text: str) -> list[Cell]:
     """All (row, col) pairs in reading order, from "(1,2) (3, 4)", "1 2; 3 4", "[[1,2],[3,4]]", ...
-    Coordinates stay as written (prompts use 1-based ones)."""
-    if re.search(r"[^\s\d(),;\[\]]", text):
-        bad = re.search(r"[^\s\d(),;\[\]]", text)
-        raise ParseError(f"unexpected character {bad.group()!r} in a list of (row, column) pairs")
-    numbers = [int(n) for n in re.findall(r"\d+", text)]
+    Coordinates stay as written (prompts use 1-based ones); a pair listed twice is a parse error."""
+    numbers = [parse_int(n) for n in scan(text, r"\d+", COORD_SEPARATORS, "a list of (row, column) pairs")]
     if len(numbers) % 2:
         raise ParseError(f"odd number of coordinates ({len(numbers)}): expected (row, column) pairs")
-    return [(numbers[i], numbers[i + 1]) for i in range(0, len(numbers), 2)]
+    pairs = [(numbers[i], numbers[i + 1]) for i in range(0, len(numbers), 2)]
+    no_repeats(pairs, "the cell")
+    return pairs
 
 
 def render_cells(cells: Sequence[Sequence[int]]) -> str:

@@ -59,7 +59,12 @@ class ReasoningGymTask(LogicTask):
         if not answer.strip():
             raise ParseError("empty answer")
         dataset, entry = self._entry(puzzle["difficulty"], puzzle["seed"])
-        reward = float(dataset.score_answer(answer, entry))
+        try:
+            reward = float(dataset.score_answer(answer, entry))
+        except Exception as exc:  # noqa: BLE001 - some datasets' scorers raise on junk (int('zz9')): reward 0
+            raise ParseError(
+                f"reasoning-gym's {self.dataset} scorer refused the answer: {exc!r:.100}"
+            ) from exc
         return max(0.0, min(1.0, reward)), {"correct": reward >= 1.0, "reasoning_gym": self.dataset}
 
     def measure(self, puzzle: dict[str, Any]) -> float:

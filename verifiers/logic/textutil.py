@@ -1,5 +1,11 @@
-"""Shared text pieces for the logic tasks: a small vocabulary, a sentence generator, and lenient answer
-normalisation (case, whitespace, separators, optional quotes) so verifiers judge content, not layout."""
+"""Shared text pieces for the logic tasks: a small vocabulary, a sentence generator, and the strict
+answer grammar helpers.
+
+Answer grammars are lenient about layout (case, whitespace, the documented separators, wrapping quotes
+or brackets) and strict about content: `scan` refuses any character that is neither part of a token nor
+a separator, so a stray word, a note after the answer or a look-alike letter is a parse error rather
+than being skipped over. Tokens are matched ASCII-only (full-width digits and Cyrillic letters are not
+digits and letters of any answer)."""
 
 from __future__ import annotations
 
@@ -91,14 +97,33 @@ def strip_wrapping(text: str) -> str:
     return text.rstrip(".").strip()
 
 
-def letters(text: str) -> str:
-    """Upper-case letters only: ciphers and word answers are judged on letters, not spacing."""
-    return re.sub(r"[^A-Z]", "", text.upper())
+SEPARATORS = r"\s,;"  # a character-class body: whitespace, commas and semicolons separate tokens
 
 
-def words_of(text: str) -> list[str]:
-    """Alphabetic words in order, lower-cased ("Apple, 'banana'; cherry" -> [apple, banana, cherry])."""
-    return [w.lower() for w in re.findall(r"[A-Za-z]+", text)]
+def scan(text: str, token: str, separators: str = SEPARATORS, what: str = "the answer") -> list[str]:
+    """The tokens of ``text`` under a strict grammar: the text must consist of matches of the regex
+    ``token`` (ASCII-only, case-sensitive unless the pattern says ``(?i)``) with only ``separators``
+    characters (a character-class body that must include whitespace) between them.
+
+    Raises ParseError naming the first stray piece; returns the tokens in order (possibly none)."""
+    pattern = re.compile(token, re.ASCII)
+    found = [m.group() for m in pattern.finditer(text)]
+    blanked = pattern.sub(lambda m: " " * len(m.group()), text)  # same length: positions still match
+    stray = re.search(rf"[^{separators}]", blanked, flags=re.ASCII)
+    if stray:
+        i = stray.start()  # report the whole word around the stray character, e.g. 'zz9'
+        piece = re.search(r"\S*$", text[:i]).group() + re.match(r"\S*", text[i:]).group()
+        raise ParseError(f"unexpected {piece[:20]!r}{'...' if len(piece) > 20 else ''} in {what}")
+    return found
+
+
+def no_repeats(items: list, what: str) -> None:
+    """A set-like answer names each thing once: a repeat is a second answer, not a confirmation."""
+    seen: set = set()
+    for item in items:
+        if item in seen:
+            raise ParseError(f"{what} {item} is given more than once")
+        seen.add(item)
 
 
 MAX_DIGITS = 18  # no answer needs longer numbers; int() of huge digit strings is slow or refused
@@ -113,7 +138,18 @@ def parse_int(digits: str) -> int:
 
 def integers(text: str, signed: bool = True) -> list[int]:
     """All integers in the text in order; with signed=False a '-' is an operator, not a sign."""
-    return [parse_int(m) for m in re.findall(r"-?\d+" if signed else r"\d+", text)]
+    return [parse_int(m) for m in re.findall(r"-?\d+" if signed else r"\d+", text, flags=re.ASCII)]
+
+
+def one_integer(text: str, zero: str | None = None, what: str = "number") -> int:
+    """The whole answer as one non-negative integer ("7", "'7'."), or 0 when the whole answer matches
+    the regex ``zero`` (phrases such as "none" for tasks whose answer 0 means "there is none")."""
+    text = strip_wrapping(text)
+    if zero and re.fullmatch(zero, text, flags=re.IGNORECASE | re.ASCII):
+        return 0
+    if not re.fullmatch(r"\d+", text, flags=re.ASCII):
+        raise ParseError(f"expected one {what}, got {text[:30]!r}")
+    return parse_int(text)
 
 
 def first_difference(a: str, b: str) -> int:

@@ -9,6 +9,7 @@ import string
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.textutil import SEPARATORS, no_repeats, scan, strip_wrapping
 
 Node = Any  # bool | ["not", Node] | ["and"|"or", Node, Node]
 
@@ -80,19 +81,26 @@ class BooleanExpressions(LogicTask):
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         labels = set(puzzle["labels"])
-        text = answer.strip().strip("*`'\". ")
+        text = strip_wrapping(answer).strip("*")
         if re.fullmatch(r"none|no(ne)? of them|\{\}|\[\]", text, flags=re.IGNORECASE):
-            got: set[str] = set()
-        elif re.fullmatch(r"[A-Za-z]+", text) and set(text.upper()) <= labels and len(set(text)) == len(text):
-            got = set(text.upper())  # "AC"
+            got: list[str] = []
         else:
-            got = {x.upper() for x in re.findall(r"(?<![A-Za-z])([A-Za-z])(?![A-Za-z])", text)}
-            if not got or not got <= labels:
+            words = [w.upper() for w in scan(text, r"[A-Za-z]+", SEPARATORS + "&", "a list of letters")]
+            if len(words) == 1 and set(words[0]) <= labels:
+                got = list(words[0])  # run together: "AC"
+            else:
+                got = [w for w in words if w != "AND"]  # "A, B and C"
+            if not got or not set(got) <= labels:
                 return 0.0, {"error": f"parse error: expected letters among {', '.join(sorted(labels))}"}
+            no_repeats(got, "the expression")
         want = set(puzzle["true"])
-        if got == want:
+        if set(got) == want:
             return 1.0, {"correct": True}
-        return 0.0, {"correct": False, "missing": sorted(want - got), "wrongly_included": sorted(got - want)}
+        return 0.0, {
+            "correct": False,
+            "missing": sorted(want - set(got)),
+            "wrongly_included": sorted(set(got) - want),
+        }
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(len(puzzle["labels"]) * puzzle["operators"])

@@ -8,10 +8,14 @@ import random
 import re
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import parse_int
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.textutil import SEPARATORS, no_repeats, parse_int, scan
 
 Clause = list[int]  # DIMACS-style literals: +i is x_i, -i is NOT x_i
+# One "x3=True" (also x_3: true, x3 is F, x3 -> 1); the lookarounds keep "x3=Tx" from reading as x3=T.
+_PAIR = re.compile(
+    r"(?i)(?<![a-z0-9_])x_?(\d+)\s*(?:=|:|\bis\b|->)\s*(true|false|t|f|1|0)(?![a-z0-9_])", re.ASCII
+)
 
 
 class BooleanSat(LogicTask):
@@ -58,17 +62,17 @@ class BooleanSat(LogicTask):
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         n = puzzle["n_vars"]
-        pairs = re.findall(
-            r"\bx_?(\d+)\s*(?:=|:|is|->)\s*(true|false|t|f|1|0)\b", answer, flags=re.IGNORECASE
-        )
+        pairs = [
+            _PAIR.fullmatch(token).groups()
+            for token in scan(answer, _PAIR.pattern, SEPARATORS, "a list of x<i>=True/False pairs")
+        ]
         if not pairs:
             return 0.0, {"error": "parse error: no 'x<i>=True/False' pairs found"}
-        values: dict[int, bool] = {}
-        for var, val in pairs:
-            v, b = parse_int(var), val.lower() in ("true", "t", "1")
-            if values.get(v, b) != b:
-                return 0.0, {"correct": False, "reason": "variable given two values", "variable": f"x{v}"}
-            values[v] = b
+        no_repeats([parse_int(var) for var, _ in pairs], "the variable x")
+        values = {parse_int(var): val.lower() in ("true", "t", "1") for var, val in pairs}
+        unknown = sorted(v for v in values if not 1 <= v <= n)
+        if unknown:
+            raise ParseError(f"the formula has no variable x{unknown[0]}")
         missing = [f"x{v}" for v in range(1, n + 1) if v not in values]
         if missing:
             return 0.0, {"correct": False, "reason": "variables without a value", "missing": missing}

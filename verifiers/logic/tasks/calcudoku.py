@@ -28,7 +28,7 @@ def combine(op: str, values: list[int]) -> int | None:
     a, b = max(values), min(values)
     if op == "-":
         return a - b
-    return a // b if a % b == 0 else None  # "/"
+    return a // b if b and a % b == 0 else None  # "/"; a 0 in an answer divides nothing
 
 
 def random_cages(rng: random.Random, sol: list[list[int]]) -> list[dict[str, Any]]:
@@ -135,7 +135,7 @@ class Calcudoku(LogicTask):
         n = puzzle["n"]
         grid = parse_int_grid(answer, n, n)
         violations = latin_violations(grid)
-        for cage in puzzle["cages"]:
+        for cage in puzzle["cages"] if not violations else []:  # cages are judged on values 1..n only
             values = [grid[r][c] for r, c in cage["cells"]]
             if combine(cage["op"], values) != cage["target"]:
                 r, c = cage["cells"][0]

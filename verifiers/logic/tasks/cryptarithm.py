@@ -8,7 +8,11 @@ import re
 import string
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.textutil import SEPARATORS, no_repeats, scan
+
+# One "A=1" (also a: 1, A -> 1, A is 1); a digit is one character, so "A=12" is not a pair.
+_PAIR = re.compile(r"(?i)(?<![a-z0-9])([a-z])\s*(?:=|:|->|→|\bis\b)\s*(\d)(?![a-z0-9])", re.ASCII)
 
 
 def solve(
@@ -135,15 +139,15 @@ class Cryptarithm(LogicTask):
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         words = [*puzzle["addends"], puzzle["result"]]
         letters = sorted(set("".join(words)))
-        pairs = re.findall(r"\b([A-Za-z])\s*(?:=|:|->|→|is)\s*(\d)\b", answer)
-        if not pairs:
+        tokens = scan(answer, _PAIR.pattern, SEPARATORS, "a list of LETTER=DIGIT pairs")
+        if not tokens:
             return 0.0, {"error": "parse error: no LETTER=DIGIT pairs found"}
-        mapping: dict[str, int] = {}
-        for letter, digit in pairs:
-            letter = letter.upper()
-            if letter in mapping and mapping[letter] != int(digit):
-                return 0.0, {"correct": False, "reason": "letter given two digits", "letter": letter}
-            mapping[letter] = int(digit)
+        pairs = [(m.group(1).upper(), int(m.group(2))) for m in map(_PAIR.fullmatch, tokens)]
+        no_repeats([letter for letter, _ in pairs], "the letter")
+        mapping = dict(pairs)
+        unknown = sorted(set(mapping) - set(letters))
+        if unknown:
+            raise ParseError(f"the letter {unknown[0]} is not in the puzzle")
         missing = [c for c in letters if c not in mapping]
         if missing:
             return 0.0, {"correct": False, "reason": "letters without a digit", "missing": missing}

@@ -6,8 +6,8 @@ import random
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.dyck import PAIRS, closing, only_brackets, random_dyck
-from verifiers.logic.textutil import first_difference
+from verifiers.logic.dyck import PAIRS, closing, random_dyck
+from verifiers.logic.textutil import first_difference, scan
 
 
 class DyckLanguage(LogicTask):
@@ -49,7 +49,7 @@ class DyckLanguage(LogicTask):
         return LogicInstance(self.name, difficulty, seed, prompt, answer, puzzle)
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        got = only_brackets(answer)
+        got = "".join(scan(answer, r"[()\[\]{}<>]", r"\s,", "a sequence of brackets"))
         if not got:
             return 0.0, {"error": "parse error: the answer contains no brackets"}
         prefix, want = puzzle["prefix"], closing(puzzle["prefix"])

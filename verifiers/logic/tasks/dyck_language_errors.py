@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import random
-import re
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
 from verifiers.logic.dyck import PAIRS, first_error, random_dyck
-from verifiers.logic.textutil import parse_int
+from verifiers.logic.textutil import one_integer
 
 CLOSE = list(PAIRS.values())
 
@@ -51,16 +50,7 @@ class DyckLanguageErrors(LogicTask):
         return LogicInstance(self.name, difficulty, seed, prompt, str(answer), puzzle)
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        text = answer.strip()
-        if re.search(
-            r"\b(none|no error|valid|well[- ]nested)\b", text, flags=re.IGNORECASE
-        ) and not re.search(r"\d", text):
-            got = 0
-        else:
-            nums = re.findall(r"\d+", text)
-            if len(nums) != 1:
-                return 0.0, {"error": f"parse error: expected one position, found {len(nums)} numbers"}
-            got = parse_int(nums[0])
+        got = one_integer(answer, zero=r"none|no error|valid|well[- ]nested", what="position")
         want = puzzle["first_error"]
         if got == want:
             return 1.0, {"correct": True}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
 from verifiers.logic.graphs import vertex_map
 
 
@@ -62,8 +62,9 @@ class GraphColoring(LogicTask):
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         n, k = puzzle["n"], puzzle["colors"]
         got = vertex_map(answer, n)
-        if not got:
-            return 0.0, {"error": "parse error: expected vertex:colour pairs"}
+        unknown = sorted(v for v in got if not 1 <= v <= n)
+        if unknown:
+            raise ParseError(f"the graph has no vertex {unknown[0]}")
         missing = [v for v in range(1, n + 1) if v not in got]
         if missing:
             return 0.0, {"correct": False, "reason": "vertices without a colour", "missing": missing}

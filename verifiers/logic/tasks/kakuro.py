@@ -140,6 +140,12 @@ class Kakuro(LogicTask):
             for r, c in sorted(white)
             if grid[r][c] in ("#", "0")
         ]
+        broken += [
+            f"black cell ({r + 1},{c + 1}) holds {grid[r][c]}"
+            for r in range(n)
+            for c in range(n)
+            if (r, c) not in white and grid[r][c] != "#"
+        ]
         if not broken:
             for run in puzzle["runs"]:
                 digits = [int(grid[r][c]) for r, c in run["cells"]]

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import NAMES
+from verifiers.logic.textutil import NAMES, SEPARATORS, no_repeats, scan, strip_wrapping
 
 Statement = list[Any]  # [kind, *args]; JSON-friendly
 
@@ -138,18 +138,20 @@ class KnightsKnaves(LogicTask):
 
 
 def parse_roles(answer: str, names: list[str], words: tuple[str, str]) -> dict[str, bool]:
-    """Name -> True for words[0] (knight, truthful), False for words[1]; first mention of each name wins.
-    Accepts 'Alice is a knight', 'Alice: knave', 'Alice - Knight', '**Alice**: knight'."""
-    out: dict[str, bool] = {}
-    for name in names:
-        m = re.search(
-            rf"\b{name}\b[\s*:=\-–>]*(?:is\s+)?(?:an?\s+)?({words[0]}|{words[1]})",
-            answer,
-            flags=re.IGNORECASE,
-        )
-        if m:
-            out[name] = m.group(1).lower() == words[0]
-    return out
+    """Name -> True for words[0] (knight, truthful), False for words[1]. Accepts 'Alice is a knight',
+    'Alice: knave', 'Alice - Knight', '**Alice**: knight', separated by commas, semicolons, full stops,
+    new lines or 'and'. Anything else, or a name classified twice, is a parse error."""
+    who = "|".join(re.escape(name) for name in names)
+    statement = rf"(?i)\b(?:{who})\b[\s*:=\-–>]*(?:is\s+)?(?:an?\s+)?(?:{words[0]}|{words[1]})\b"
+    text = re.sub(r"(?i)\band\b", " ", strip_wrapping(answer))
+    found = scan(text, statement, SEPARATORS + ".*", "a list of 'NAME is a knight/knave' statements")
+    pairs = [
+        re.match(rf"(?i)({who})\b.*?({words[0]}|{words[1]})\b", st, flags=re.DOTALL).groups() for st in found
+    ]
+    canonical = {name.lower(): name for name in names}
+    roles = [(canonical[name.lower()], role.lower() == words[0]) for name, role in pairs]
+    no_repeats([name for name, _ in roles], "the inhabitant")
+    return dict(roles)
 
 
 TASK = KnightsKnaves()

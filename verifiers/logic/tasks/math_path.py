@@ -7,9 +7,9 @@ import random
 from fractions import Fraction
 from typing import Any
 
-from verifiers.logic.arith import ExprError, evaluate
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import integers
+from verifiers.logic.arith import NORMALISE, evaluate
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.textutil import SEPARATORS, integers, parse_int, scan, strip_wrapping
 
 
 class MathPath(LogicTask):
@@ -59,35 +59,48 @@ class MathPath(LogicTask):
         return LogicInstance(self.name, difficulty, seed, prompt, answer, puzzle)
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        slots = puzzle["operands"]
+        slots, operators = puzzle["operands"], puzzle["operators"]
         blanks = [k for k, n in enumerate(slots) if n is None]
-        # Accept the completed equation, the equation without '= result', or just the blank digits.
-        nums = integers(answer.split("=")[0], signed=False)
-        if len(nums) == len(slots):
-            fixed_wrong = [k for k, n in enumerate(slots) if n is not None and nums[k] != n]
+        # The completed equation ("4 * 2 + 2 = 10"), the equation without "= result", or just the digits
+        # for the blanks ("4, 2"); the equation must be the puzzle's own, operators and result included.
+        text = strip_wrapping(answer.translate(NORMALISE)).strip("`$")
+        tokens = scan(text, r"\d+|[-+*/=]", SEPARATORS, "the completed equation")
+        if not any(t in "+-*/=" for t in tokens):
+            if len(tokens) != len(blanks):
+                raise ParseError(f"expected {len(blanks)} digits for the blanks, found {len(tokens)} numbers")
+            filled = list(slots)
+            for k, t in zip(blanks, tokens, strict=True):
+                filled[k] = parse_int(t)
+        else:
+            left, equals, right = _split_equation(tokens)
+            if equals and (len(right) != 1 or not right[0].isdigit()):
+                raise ParseError("expected one number after '='")
+            if equals and parse_int(right[0]) != puzzle["result"]:
+                return 0.0, {
+                    "correct": False,
+                    "reason": "the right-hand side was changed",
+                    "right_side": right[0],
+                }
+            if len(left) != 2 * len(slots) - 1 or not all(
+                t.isdigit() == (k % 2 == 0) for k, t in enumerate(left)
+            ):
+                raise ParseError(
+                    f"expected the equation with {len(slots)} numbers and {len(operators)} operators"
+                )
+            if left[1::2] != operators:
+                return 0.0, {"correct": False, "reason": "an operator was changed"}
+            filled = [parse_int(t) for t in left[::2]]
+            fixed_wrong = [k for k, n in enumerate(slots) if n is not None and filled[k] != n]
             if fixed_wrong:
                 return 0.0, {
                     "correct": False,
                     "reason": "a given number was changed",
                     "operand": fixed_wrong[0] + 1,
                 }
-            filled = nums
-        elif len(nums) == len(blanks):
-            filled = list(slots)
-            for k, n in zip(blanks, nums, strict=True):
-                filled[k] = n
-        else:
-            return 0.0, {
-                "error": f"parse error: expected {len(blanks)} digits for the blanks "
-                f"(or the completed equation), found {len(nums)} numbers"
-            }
         bad = [k for k in blanks if not 1 <= filled[k] <= 9]
         if bad:
             return 0.0, {"correct": False, "reason": "a blank is not a digit 1-9", "operand": bad[0] + 1}
-        try:
-            value = evaluate(_join(filled, puzzle["operators"])).value
-        except (ExprError, ZeroDivisionError) as exc:  # pragma: no cover - digits 1-9 cannot divide by 0
-            return 0.0, {"correct": False, "reason": str(exc)}
+        value = evaluate(_join(filled, operators)).value  # digits 1-9 never divide by zero
         if value != Fraction(puzzle["result"]):
             return 0.0, {
                 "correct": False,
@@ -114,6 +127,16 @@ class MathPath(LogicTask):
                 if evaluate(_join(trial, puzzle["operators"])).value != puzzle["result"]:
                     return f"{_join(trial, puzzle['operators'])} = {puzzle['result']}"
         raise AssertionError("every single-digit change keeps the equation true")  # impossible: + of a blank
+
+
+def _split_equation(tokens: list[str]) -> tuple[list[str], bool, list[str]]:
+    """Tokens left of '=', whether there is one, and the tokens right of it."""
+    if tokens.count("=") > 1:
+        raise ParseError("more than one '=' in the equation")
+    if "=" not in tokens:
+        return tokens, False, []
+    k = tokens.index("=")
+    return tokens[:k], True, tokens[k + 1 :]
 
 
 def _join(operands: list[Any], operators: list[str]) -> str:

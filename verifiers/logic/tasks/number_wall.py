@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import integers
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.grids import GRID_SEPARATORS
+from verifiers.logic.textutil import integers, parse_int, scan
 
 
 def build_wall(bottom: list[int]) -> list[list[int]]:
@@ -74,7 +75,11 @@ class NumberWall(LogicTask):
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         width, shown = puzzle["width"], puzzle["shown"]
-        nums = integers(answer)
+        rows = [scan(line, r"-?\d+", GRID_SEPARATORS, "a row of numbers") for line in answer.splitlines()]
+        rows = [row for row in rows if row]
+        if len(rows) > 1 and [len(row) for row in rows] != list(range(1, width + 1)):
+            raise ParseError(f"expected the bottom row, or the whole wall as {width} rows from the top")
+        nums = [parse_int(t) for row in rows for t in row]
         n_all = width * (width + 1) // 2
         if len(nums) == width:
             bottom = nums

@@ -4,11 +4,10 @@ away or bought); count the items of one category."""
 from __future__ import annotations
 
 import random
-import re
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import parse_int
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.textutil import SEPARATORS, parse_int, scan, strip_wrapping
 
 # category -> (singular, plural)
 ITEMS: dict[str, list[tuple[str, str]]] = {
@@ -58,6 +57,7 @@ ITEMS: dict[str, list[tuple[str, str]]] = {
         ("accordion", "accordions"),
     ],
 }
+CATEGORY_WORDS = {w for category in ITEMS for w in category.split()}
 NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
 
 
@@ -116,8 +116,6 @@ class ObjectCounting(LogicTask):
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         got = parse_count(answer)
-        if got is None:
-            return 0.0, {"error": "parse error: expected one number"}
         if got == puzzle["count"]:
             return 1.0, {"correct": True}
         return 0.0, {"correct": False, "expected": puzzle["count"], "got": got}
@@ -129,15 +127,23 @@ class ObjectCounting(LogicTask):
         return str(int(instance.answer) + random.Random(seed).choice([-1, 1]))
 
 
-def parse_count(answer: str) -> int | None:
-    """One integer, as digits or an English number word up to twenty."""
-    digits = re.findall(r"\d+", answer)
-    if len(digits) == 1:
-        return parse_int(digits[0])
-    if digits:
-        return None
-    words = [w for w in re.findall(r"[a-z]+", answer.lower()) if w in NUMBER_WORDS]
-    return NUMBER_WORDS.index(words[0]) if len(words) == 1 else None
+# Words a short answer sentence may wrap the number in ("I count five in total"); any other word is
+# stray text, so the answer stays one number however it is phrased.
+FILLER = set("i count counted have has there are is in total the answer now of them all items".split())
+
+
+def parse_count(answer: str) -> int:
+    """One integer, in digits or as an English number word up to twenty, optionally inside a short
+    sentence of FILLER words; a second number or any other word is a parse error."""
+    text = strip_wrapping(answer)
+    tokens = [t.lower() for t in scan(text, r"[A-Za-z]+|\d+", SEPARATORS + ".:", "a count")]
+    numbers = [t for t in tokens if t.isdigit() or t in NUMBER_WORDS]
+    stray = [t for t in tokens if t not in numbers and t not in FILLER and t not in CATEGORY_WORDS]
+    if stray:
+        raise ParseError(f"unexpected {stray[0]!r} in a count")
+    if len(numbers) != 1:
+        raise ParseError(f"expected one number, found {len(numbers)}")
+    return NUMBER_WORDS.index(numbers[0]) if numbers[0] in NUMBER_WORDS else parse_int(numbers[0])
 
 
 TASK = ObjectCounting()

@@ -7,8 +7,8 @@ import random
 import re
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import NAMES
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.textutil import NAMES, strip_wrapping
 
 DAY_START, DAY_END = 9 * 60, 18 * 60
 
@@ -73,15 +73,13 @@ class TimeSequence(LogicTask):
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         got = parse_time(answer)
-        if got is None:
-            return 0.0, {"error": "parse error: expected a time like 13:30"}
         want = puzzle["start"]
         if got == want:
             return 1.0, {"correct": True}
         busy = [iv for ivs in puzzle["busy"].values() for iv in ivs]
         clash = [hhmm(a) + "-" + hhmm(b) for a, b in busy if not (got + puzzle["duration"] <= a or got >= b)]
         reason = f"clashes with {clash[0]}" if clash else "a free time, but not the earliest"
-        return 0.0, {"correct": False, "reason": reason, "got": hhmm(got) if 0 <= got < 24 * 60 else str(got)}
+        return 0.0, {"correct": False, "reason": reason, "got": hhmm(got)}
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(sum(len(v) for v in puzzle["busy"].values()) * 60 / puzzle["step"])
@@ -105,16 +103,21 @@ def _busy_slots(rng: random.Random, count: int, step: int) -> list[list[int]]:
     return sorted(out)
 
 
-def parse_time(answer: str) -> int | None:
-    """Minutes after midnight from '13:30', '1:30 pm', '13.30', '13h30'; None when there is no time."""
-    m = re.search(r"(\d{1,2})\s*[:.h]\s*(\d{2})\s*([ap]\.?m\.?)?", answer, flags=re.IGNORECASE)
+def parse_time(answer: str) -> int:
+    """Minutes after midnight from the whole answer: '13:30', '1:30 pm', '13.30', '13h30'."""
+    text = strip_wrapping(answer)
+    m = re.fullmatch(
+        r"(\d{1,2})\s*[:.h]\s*(\d{2})\s*(?:([ap])\.?m\.?)?", text, flags=re.IGNORECASE | re.ASCII
+    )
     if not m:
-        return None
+        raise ParseError(f"expected a time like 13:30, got {text[:30]!r}")
     hour, minute = int(m.group(1)), int(m.group(2))
-    suffix = (m.group(3) or "").lower().replace(".", "")
-    if suffix == "pm" and hour < 12:
+    suffix = (m.group(3) or "").lower()
+    if minute > 59 or hour > (12 if suffix else 23) or (suffix and hour == 0):
+        raise ParseError(f"{text!r} is not a time of day")
+    if suffix == "p" and hour < 12:
         hour += 12
-    if suffix == "am" and hour == 12:
+    if suffix == "a" and hour == 12:
         hour = 0
     return hour * 60 + minute
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import itertools
 import random
-import re
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import NAMES
+from verifiers.logic.textutil import NAMES, SEPARATORS, scan, strip_wrapping
 
 PLACES = (
     "library museum park cafe school bakery airport harbor theater stadium hospital zoo garden station "
@@ -116,10 +115,10 @@ class WebOfLies(LogicTask):
         return LogicInstance(self.name, difficulty, seed, prompt, answer, puzzle)
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        got = [
-            w.lower() in ("yes", "true")
-            for w in re.findall(r"\b(yes|no|true|false)\b", answer, flags=re.IGNORECASE)
-        ]
+        words = scan(
+            strip_wrapping(answer), r"(?i)\b(?:yes|no|true|false)\b", SEPARATORS + ".", "yes/no answers"
+        )
+        got = [w.lower() in ("yes", "true") for w in words]
         want = [puzzle["truthful"][p] for p in puzzle["asked"]]
         if len(got) != len(want):
             return 0.0, {"error": f"parse error: expected {len(want)} yes/no answers, found {len(got)}"}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import pick_words, words_of
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.textutil import SEPARATORS, pick_words, scan, strip_wrapping
 
 
 class WordSorting(LogicTask):
@@ -45,9 +45,13 @@ class WordSorting(LogicTask):
         return LogicInstance(self.name, difficulty, seed, prompt, answer, puzzle)
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        got = words_of(answer)
+        text = strip_wrapping(answer)
+        got = [w.lower() for w in scan(text, r"[A-Za-z]+", SEPARATORS + r".'\"`\[\]()", "a list of words")]
         if not got:
             return 0.0, {"error": "parse error: no words found"}
+        unknown = [w for w in got if w not in puzzle["words"]]
+        if unknown:
+            raise ParseError(f"{unknown[0]!r} is not one of the words to sort")
         want = sorted(puzzle["words"], reverse=puzzle["descending"])
         if got == want:
             return 1.0, {"correct": True}

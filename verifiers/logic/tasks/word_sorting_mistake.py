@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import bisect
 import random
-import re
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.textutil import parse_int, pick_words
+from verifiers.logic.textutil import one_integer, pick_words
 
 
 class WordSortingMistake(LogicTask):
@@ -49,14 +48,7 @@ class WordSortingMistake(LogicTask):
         return LogicInstance(self.name, difficulty, seed, prompt, str(mistake), puzzle)
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        text = answer.strip()
-        nums = re.findall(r"\d+", text)
-        if not nums and re.search(r"\b(none|no mistake|no error|correct)\b", text, flags=re.IGNORECASE):
-            got = 0
-        elif len(nums) == 1:
-            got = parse_int(nums[0])
-        else:
-            return 0.0, {"error": f"parse error: expected one step number, found {len(nums)} numbers"}
+        got = one_integer(answer, zero=r"none|no mistake|no error|correct", what="step number")
         want = puzzle["first_mistake"]
         if got == want:
             return 1.0, {"correct": True}

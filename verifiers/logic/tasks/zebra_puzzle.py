@@ -8,7 +8,8 @@ import random
 import re
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.textutil import SEPARATORS, no_repeats, parse_int, scan
 
 # Every value is a distinct single word, so answers can be parsed by word look-up.
 ATTRIBUTES: dict[str, list[str]] = {
@@ -20,6 +21,8 @@ ATTRIBUTES: dict[str, list[str]] = {
     "food": ["pizza", "pasta", "salad", "curry", "sushi", "tacos"],
 }
 
+# Between the values of a house: commas, bars, colons, dashes, quotes and list brackets.
+ROW_SEPARATORS = SEPARATORS + r"|:\-\[\]()'\"."
 Clue = list[Any]  # [kind, a, b]; a and b are variable indices (or a house index for "pos"/"notpos")
 
 
@@ -184,10 +187,11 @@ class ZebraPuzzle(LogicTask):
         n = len(houses)
         known = {v.lower(): a for h in houses for a, v in enumerate(h)}
         rows = _rows(answer, n)
-        if rows is None:
-            return 0.0, {"error": f"parse error: expected {n} houses ('House k: ...' or one line per house)"}
         for p, text in enumerate(rows):
-            found = [w.lower() for w in re.findall(r"[A-Za-z]+", text) if w.lower() in known]
+            found = [w.lower() for w in scan(text, r"[A-Za-z]+", ROW_SEPARATORS, f"house {p + 1}")]
+            unknown = [w for w in found if w not in known]
+            if unknown:
+                raise ParseError(f"{unknown[0]!r} in house {p + 1} is not a value of this puzzle")
             for a, want in enumerate(houses[p]):
                 got = [w for w in found if known[w] == a]
                 if len(got) != 1:
@@ -218,17 +222,28 @@ class ZebraPuzzle(LogicTask):
         return "\n".join(f"House {k + 1}: {', '.join(h)}" for k, h in enumerate(houses))
 
 
-def _rows(answer: str, n: int) -> list[str] | None:
-    """The text describing each house: split at 'House k' markers, else one non-empty line per house."""
-    marks = list(re.finditer(r"house\s*#?\s*(\d+)", answer, flags=re.IGNORECASE))
+def _rows(answer: str, n: int) -> list[str]:
+    """The text describing each house: split at 'House k' markers (each house once, nothing else
+    before the first), else one line (or list) per house; blank lines and brackets between are fine."""
+    marks = list(re.finditer(r"house\s*#?\s*(\d+)", answer, flags=re.IGNORECASE | re.ASCII))
     if marks:
-        rows: dict[int, str] = {}
-        for k, mk in enumerate(marks):
-            end = marks[k + 1].start() if k + 1 < len(marks) else len(answer)
-            rows.setdefault(int(mk.group(1)), answer[mk.end() : end])
-        return [rows[p] for p in range(1, n + 1)] if set(range(1, n + 1)) <= set(rows) else None
-    lines = [ln for ln in re.split(r"[\n;]|\],", answer) if re.search(r"[A-Za-z]", ln)]
-    return lines if len(lines) == n else None
+        scan(answer[: marks[0].start()], r"(?!)", ROW_SEPARATORS, "the answer")
+        houses = [parse_int(mk.group(1)) for mk in marks]
+        no_repeats(houses, "house")
+        if sorted(houses) != list(range(1, n + 1)):
+            raise ParseError(f"expected houses 1 to {n}, found {sorted(houses)}")
+        ends = [mk.start() for mk in marks[1:]] + [len(answer)]
+        rows = {h: answer[mk.end() : end] for h, mk, end in zip(houses, marks, ends, strict=True)}
+        return [rows[p] for p in range(1, n + 1)]
+    rows = []
+    for piece in re.split(r"[\n;]|\],", answer):
+        if re.search(r"[A-Za-z]", piece):
+            rows.append(piece)
+        else:
+            scan(piece, r"(?!)", ROW_SEPARATORS, "the answer")
+    if len(rows) != n:
+        raise ParseError(f"expected {n} houses ('House k: ...' or one line per house), found {len(rows)}")
+    return rows
 
 
 def _random_clue(rng: random.Random, sol: list[int], n: int, m: int) -> Clue:
