@@ -90,7 +90,7 @@ def distinct_answers(answers: Sequence[str], gold: str) -> list[str]:
     one) as its own answer, layout-only variants of one answer once, in order of appearance."""
     seen: dict[str, str] = {}
     split = _OR.search(gold) is None
-    for answer in answers:
+    for answer in dict.fromkeys(answers):  # the same string once: a megabyte of \\boxed{1} is one answer
         sides = _OR.split(answer) if split else [answer]
         for side in (s.strip() for s in sides):
             if side:
