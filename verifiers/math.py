@@ -9,7 +9,8 @@ Rules that keep the reward from being gamed:
 - hedging: every distinct final answer (each ``\boxed{}`` after the reasoning, else each "the answer
   is" phrase, and each side of a ``\lor``/``\vee`` inside one) must equal the reference. Repeating the
   same answer, also in another form (``\boxed{42}`` and ``\boxed{42.0}``), counts as one answer;
-  ``\boxed{41} or \boxed{42}`` scores 0, with the reason in ``details["rejected"]``;
+  ``\boxed{41} or \boxed{42}`` scores 0, with the reason in ``details["rejected"]``. Without a
+  ``</think>`` the whole response is the answer section, so boxes in its reasoning count too;
 - the last-line fallback (a bare final line taken as the answer) is off unless ``last_line_fallback``;
 - answers and references are compared after Unicode normalization (`verifiers.format.normalize_unicode`:
   NFKC, so ``\boxed{４２}`` is 42);
