@@ -29,7 +29,8 @@ from verifiers.format import final_section, think_ok
 
 Verdict = Literal["AC", "WA", "TLE", "MLE", "RE", "OLE", "CE"]
 
-_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
+# the info string after the tag is bounded: a megabyte line of ``` would otherwise be rescanned per fence
+_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]{0,200}\n(.*?)```", re.DOTALL)
 _LANG_TAGS = {
     "python": "python",
     "py": "python",
@@ -200,13 +201,15 @@ class CodeVerifier:
         return True, "ok"
 
     def _limits(self, item: Mapping[str, Any]) -> Limits:
-        time_limit = float(_option(item, "time_limit_s") or self.time_limit_s)
+        try:
+            time_limit = float(_option(item, "time_limit_s") or self.time_limit_s)
+            memory_mb = int(_option(item, "memory_mb") or self.memory_mb)
+        except (TypeError, ValueError, OverflowError):
+            raise ItemError("`time_limit_s` and `memory_mb` must be numbers") from None
+        if not (math.isfinite(time_limit) and time_limit > 0 and memory_mb > 0):
+            raise ItemError("`time_limit_s` and `memory_mb` must be positive and finite")
         # wall > cpu: a program blocked on nothing still ends; sleeping past it is a TLE too
-        return Limits(
-            cpu_s=time_limit,
-            wall_s=time_limit * 2 + 1,
-            memory_mb=int(_option(item, "memory_mb") or self.memory_mb),
-        )
+        return Limits(cpu_s=time_limit, wall_s=time_limit * 2 + 1, memory_mb=memory_mb)
 
     def _judge(self, item: Mapping[str, Any]) -> Reward:
         response = item.get("response")
@@ -216,7 +219,10 @@ class CodeVerifier:
         tests = all_tests[: self.max_tests]
         fn_name = _option(item, "fn_name") or _option(item, "entry_point")
         style = "function" if fn_name else "stdio"
-        code, language = extract_code(response, _option(item, "language"))
+        wanted = _option(item, "language")
+        if wanted is not None and not isinstance(wanted, str):
+            raise ItemError("`language` must be a string")
+        code, language = extract_code(response, wanted)
         if language not in LANGUAGES:
             raise ItemError(f"unsupported language {language!r} (supported: {', '.join(LANGUAGES)})")
         if style == "function" and language != "python":

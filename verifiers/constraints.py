@@ -25,8 +25,10 @@ from verifiers.format import final_section
 Check = Callable[[str, Mapping[str, Any]], tuple[bool, str]]
 
 _WORD = re.compile(r"\b[\w'-]+\b", re.UNICODE)
-# A sentence ends at ., ! or ? followed by space/end, but not in abbreviations like "e.g." or decimals.
-_SENTENCE_END = re.compile(r"(?<!\b[A-Za-z])(?<!\d)[.!?]+(?=\s|$)")
+# A sentence ends at ., ! or ? followed by space/end, but not in abbreviations like "e.g." or decimals
+# (one mark right after a letter or digit; a run of two or more always ends one). Matches start only at
+# the start of a run and never backtrack into it, so "!!!...x" costs linear time, not quadratic.
+_SENTENCE_END = re.compile(r"(?<![.!?])(?:(?<!\b[A-Za-z])(?<!\d)[.!?]|[.!?]{2})[.!?]*+(?=\s|$)")
 _FENCE = re.compile(r"^```[\w+-]*\s*\n(.*?)\n```\s*$", re.DOTALL)
 
 
@@ -115,6 +117,8 @@ def json_format(text: str, spec: Mapping[str, Any]) -> tuple[bool, str]:
         json.loads(body)
     except json.JSONDecodeError as exc:
         return False, f"not valid JSON: {exc.msg} at line {exc.lineno}"
+    except RecursionError:  # "[[[[..." a megabyte deep
+        return False, "not valid JSON: nested too deeply"
     return True, "valid JSON"
 
 

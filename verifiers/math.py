@@ -1,5 +1,20 @@
 r"""Math verifier: extract the final answer from a long chain of thought, decide equivalence with
-math-verify, and add a format reward, as in the M1 paper (correctness reward + format reward).
+math-verify, and combine correctness with a format reward, as in the M1 paper.
+
+Reward, always in [0, 1]: 0 unless the answer is correct; a correct answer scores 1 in the required
+format (``\boxed{}`` after well-formed reasoning tags) and ``1 - format_weight`` otherwise (a "the
+answer is ..." phrase). So a box around a wrong answer earns nothing and reward > 0 means correct.
+Rules that keep the reward from being gamed:
+
+- hedging: every distinct final answer (each ``\boxed{}`` after the reasoning, else each "the answer
+  is" phrase, and each side of a ``\lor``/``\vee`` inside one) must equal the reference. Repeating the
+  same answer, also in another form (``\boxed{42}`` and ``\boxed{42.0}``), counts as one answer;
+  ``\boxed{41} or \boxed{42}`` scores 0, with the reason in ``details["rejected"]``. Without a
+  ``</think>`` the whole response is the answer section, so boxes in its reasoning count too;
+- the last-line fallback (a bare final line taken as the answer) is off unless ``last_line_fallback``;
+- answers and references are compared after Unicode normalization (`verifiers.format.normalize_unicode`:
+  NFKC, so ``\boxed{４２}`` is 42);
+- with ``require_think``, a response without a closed ``<think>`` block scores 0: its answer is not read.
 
 math-verify (LaTeX -> SymPy, then numeric, symbolic, set/interval and relation comparison) is the
 source of truth. It costs milliseconds to seconds per item, and an RL batch holds G responses per prompt
@@ -32,7 +47,7 @@ from cachetools import LRUCache
 from math_verify import parse, verify
 
 from verifiers.base import Reward
-from verifiers.format import extract_answer, format_ok, last_boxed
+from verifiers.format import extract_answer, format_ok, last_boxed, normalize_unicode, think_ok
 from verifiers.math_fast import structured_verdict
 
 Verdict = tuple[bool, str | None]  # (equivalent, error such as a timeout)
@@ -49,6 +64,14 @@ _MAX_DIGITS = 12
 # math-verify compares floats after rounding to 6 decimals: answers further apart than this can never
 # round to the same value, answers closer than this (but not equal) are left to math-verify.
 _SURELY_DIFFERENT = Fraction(2, 10**6)
+# "41 \lor 42": math-verify keeps the last side of a relation, so each side is an answer of its own
+_OR = re.compile(r"\\(?:lor|vee)(?![a-zA-Z])")
+_MAX_ANSWERS = 4  # more distinct answers than this are rejected without being compared
+_EXCERPT = 200  # characters of an answer kept in a reward's details
+
+
+def _excerpt(answer: str) -> str:
+    return answer if len(answer) <= _EXCERPT else answer[:_EXCERPT] + "..."
 
 
 def wrap(answer: str) -> str:
@@ -61,6 +84,19 @@ def reference_answer(reference: str) -> str:
     boxed = last_boxed(reference)
     text = boxed if boxed is not None else reference
     return text.strip().strip("$").strip()
+
+
+def distinct_answers(answers: Sequence[str], gold: str) -> list[str]:
+    """The answers to compare with `gold`: each side of a ``\\lor`` (unless the reference itself has
+    one) as its own answer, layout-only variants of one answer once, in order of appearance."""
+    seen: dict[str, str] = {}
+    split = _OR.search(gold) is None
+    for answer in dict.fromkeys(answers):  # the same string once: a megabyte of \\boxed{1} is one answer
+        sides = _OR.split(answer) if split else [answer]
+        for side in (s.strip() for s in sides):
+            if side:
+                seen.setdefault(layout_normal(side) or side, side)
+    return list(seen.values())
 
 
 def math_verify_equal(gold: str, answer: str, timeout_s: int = 5) -> bool:
@@ -166,15 +202,18 @@ def _slow_chunk(pairs: list[tuple[str, str]], timeout_s: int) -> list[Verdict]:
 
 
 class MathVerifier:
-    """Reward = correctness (0/1) + ``format_weight`` x format (0/1).
+    """Reward in [0, 1]: 0 unless correct; correct scores 1 when formatted, ``1 - format_weight`` when
+    not (see the module docstring for the rules against gaming).
 
     Items need ``response`` and ``reference`` (a bare answer or a solution with ``\\boxed{}``).
     ``timeout_s`` bounds each math-verify parse and comparison; ``workers`` > 0 verifies in a process
-    pool of that size (0: in this process).
+    pool of that size (0: in this process). ``last_line_fallback`` also reads an unmarked final line
+    (for evaluating models that do not box, never for RL rewards); an answer longer than
+    ``max_answer_chars`` is wrong without being parsed.
     """
 
     name = "math"
-    version = "1.0.0"
+    version = "2.0.0"
 
     def __init__(
         self,
@@ -183,60 +222,90 @@ class MathVerifier:
         timeout_s: int = 5,
         workers: int = 0,
         cache_size: int = 100_000,
+        last_line_fallback: bool = False,
+        max_answer_chars: int = 1000,
     ) -> None:
-        if format_weight < 0:
-            raise ValueError("format_weight must be >= 0")
+        if not 0 <= format_weight <= 1:
+            raise ValueError("format_weight must be in [0, 1]")
+        if max_answer_chars < 1:
+            raise ValueError("max_answer_chars must be >= 1")
         self.format_weight = format_weight
         self.require_think = require_think
         self.timeout_s = max(1, int(math.ceil(timeout_s)))
         self.workers = workers
+        self.last_line_fallback = last_line_fallback
+        self.max_answer_chars = max_answer_chars
         self._cache: LRUCache[tuple[str, str], Verdict] = LRUCache(cache_size)
         self._pool: Executor | None = None
 
     def verify(self, items: Sequence[Mapping[str, Any]]) -> list[Reward]:
         prepared = [self._prepare(item) for item in items]
-        pairs = {(p[0], p[1]) for p in prepared if not isinstance(p, Reward)}
+        pairs = {(p[0], a) for p in prepared if not isinstance(p, Reward) for a in p[1]}
         verdicts = {pair: self._cache[pair] for pair in pairs if pair in self._cache}
         verdicts |= self._resolve(sorted(pairs - verdicts.keys()))
-        rewards: list[Reward] = []
-        for p in prepared:
-            if isinstance(p, Reward):
-                rewards.append(p)
-                continue
-            gold, answer, details = p
-            correct, error = verdicts[(gold, answer)]
-            details["correct"] = correct
-            if error:
-                details["error"] = error
-            score = float(correct) + self.format_weight * float(details["format_ok"])
-            rewards.append(Reward(score, details))
-        return rewards
+        return [p if isinstance(p, Reward) else self._score(*p, verdicts) for p in prepared]
 
-    def _prepare(self, item: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]] | Reward:
-        """(reference, extracted answer, details) of an item, or its error. No answer found: ""."""
+    def _score(
+        self,
+        gold: str,
+        answers: list[str],
+        details: dict[str, Any],
+        verdicts: Mapping[tuple[str, str], Verdict],
+    ) -> Reward:
+        found = [verdicts[(gold, a)] for a in answers]
+        correct = bool(found) and all(equal for equal, _ in found)
+        details["correct"] = correct
+        if error := next((e for _, e in found if e), None):
+            details["error"] = error
+        if len(answers) > 1 and not correct:
+            details["rejected"] = (
+                f"{len(answers)} final answers ({' | '.join(map(_excerpt, answers))}), not all equal to the "
+                "reference: a hedged response scores 0"
+            )
+        if not correct:
+            return Reward(0.0, details)
+        return Reward(1.0 if details["format_ok"] else 1.0 - self.format_weight, details)
+
+    def _prepare(self, item: Mapping[str, Any]) -> tuple[str, list[str], dict[str, Any]] | Reward:
+        """(reference, the distinct answers to compare with it, details), or the item's final reward
+        (an error, or a response rejected before any comparison)."""
         response, reference = item.get("response"), item.get("reference")
         if not isinstance(response, str):
             return Reward.error("item has no text `response`")
         if reference is None or not str(reference).strip():
             return Reward.error("item has no `reference` answer")
-        gold = reference_answer(str(reference))
+        response = normalize_unicode(response)
+        gold = reference_answer(normalize_unicode(str(reference)))
         ok, why = format_ok(response, require_think=self.require_think)
-        extraction = extract_answer(response)
-        details: dict[str, Any] = {
-            "reference": gold,
-            "answer": extraction.text if extraction else None,
-            "extracted_by": extraction.method if extraction else None,
-            "format_ok": ok,
-            "format": why,
-        }
-        return gold, extraction.text if extraction else "", details
+        details: dict[str, Any] = {"reference": gold, "format_ok": ok, "format": why}
+        if self.require_think and not think_ok(response, require_think=True)[0]:
+            details.update(answer=None, extracted_by=None, correct=False)
+            details["rejected"] = f"{why}: require_think reads no answer outside a closed <think> block"
+            return Reward(0.0, details)
+        extraction = extract_answer(response, last_line=self.last_line_fallback)
+        details["answer"] = _excerpt(extraction.text) if extraction else None
+        details["extracted_by"] = extraction.method if extraction else None
+        answers = distinct_answers(extraction.answers, gold) if extraction else []
+        if len(answers) > 1:
+            details["answers"] = [_excerpt(a) for a in answers[: _MAX_ANSWERS + 1]]
+        if len(answers) > _MAX_ANSWERS:
+            details["correct"] = False
+            details["rejected"] = f"{len(answers)} different final answers: a hedged response scores 0"
+            return Reward(0.0, details)
+        if (longest := max((len(a) for a in answers), default=0)) > self.max_answer_chars:
+            details["correct"] = False
+            details["rejected"] = (
+                f"an answer of {longest} characters (max_answer_chars={self.max_answer_chars})"
+            )
+            return Reward(0.0, details)
+        return gold, answers, details
 
     def _resolve(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Verdict]:
         """Verdicts of pairs not in the cache: fast paths here, math-verify for the rest."""
         verdicts: dict[tuple[str, str], Verdict] = {}
         slow: list[tuple[str, str]] = []
         for gold, answer in pairs:
-            quick = fast_verdict(gold, answer) if answer else False
+            quick = fast_verdict(gold, answer)
             if quick is None:
                 slow.append((gold, answer))
             else:

@@ -109,7 +109,7 @@ def reward_fn(tokenizer, domains):
 
 
 def pass_rate(model, tokenizer, rows: Sequence[Row], score, max_new_tokens: int) -> float:
-    """Share of items whose greedy answer is right (reward >= 1: correct, whatever the format bonus)."""
+    """Share of items whose greedy answer is right (reward >= 1: correct, and for math also boxed)."""
     from m1model import Engine, SamplingParams
 
     params = SamplingParams(

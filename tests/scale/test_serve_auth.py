@@ -84,7 +84,7 @@ def test_reward_service_takes_the_key_from_m1_api_key(reward_service):
     for path in ("/metrics", "/verifiers"):
         assert httpx.get(f"{url}{path}", timeout=10).status_code == 401
     ok = reward_service["client"].post("/score", json=body)  # sends Authorization: Bearer API_KEY
-    assert ok.status_code == 200 and ok.json()["rewards"][0]["reward"] == 1.1
+    assert ok.status_code == 200 and ok.json()["rewards"][0]["reward"] == 1.0
     assert reward_service["client"].get("/verifiers").status_code == 200
 
 

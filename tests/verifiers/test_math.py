@@ -89,15 +89,15 @@ def test_layout_normal_keeps_meaningful_spaces():
     assert layout_normal(r"\pi x") is None
 
 
-def test_reward_is_correctness_plus_weighted_format():
+def test_reward_combines_correctness_and_format_within_one():
     items = [
         {"reference": "4", "response": "<think>2+2</think> so \\boxed{4}"},  # correct, formatted
         {"reference": "4", "response": "the answer is 4"},  # correct, no box
-        {"reference": "4", "response": "\\boxed{5}"},  # wrong, formatted
+        {"reference": "4", "response": "\\boxed{5}"},  # wrong, formatted: the box alone earns nothing
         {"reference": "Final: \\boxed{4}", "response": "\\boxed{4}"},  # reference given as a solution
     ]
     rewards = MathVerifier(format_weight=0.25).verify(items)
-    assert [r.reward for r in rewards] == [1.25, 1.0, 0.25, 1.25]
+    assert [r.reward for r in rewards] == [1.0, 0.75, 0.0, 1.0]
     assert rewards[1].details["extracted_by"] == "phrase"
     assert rewards[3].details["reference"] == "4"
 
@@ -118,7 +118,7 @@ def test_no_answer_is_wrong_not_an_error():
 
 def test_per_item_timeout_gives_an_error_detail():
     (reward,) = MathVerifier(timeout_s=1).verify([{"reference": "5", "response": r"\boxed{9^{9^{9}}}"}])
-    assert reward.reward == 0.1  # formatted, not correct
+    assert reward.reward == 0 and reward.details["format_ok"]  # formatted, not correct
     assert "timed out" in reward.details["error"]
 
 
