@@ -29,10 +29,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from m1model.engine import Engine, SamplingParams
 from m1model.serving.batcher import DynamicBatcher, Generated
 from m1model.serving.protocol import APIError, ChatRequest, CompletionRequest
+
+_BYTE_OF = {char: byte for byte, char in bytes_to_unicode().items()}  # byte-level BPE's alphabet
 
 ALIASES = ("default",)  # the model name the project's Endpoint sends when none is configured
 
@@ -179,15 +182,27 @@ class ModelService:
             "total_tokens": prompt_tokens + completion_tokens,
         }
 
+    def token_bytes(self, token_id: int) -> bytes:
+        """The token's own bytes. A byte-level BPE token may hold part of a UTF-8 character, which
+        decoding it alone would turn into U+FFFD; its bytes let a client rebuild the text exactly."""
+        if token_id in self.tokenizer.all_special_ids:
+            return b""
+        decoder = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "decoder", None)
+        if type(decoder).__name__ == "ByteLevel":
+            return bytes(_BYTE_OF[ch] for ch in self.tokenizer.convert_ids_to_tokens(token_id))
+        return self.decode([token_id]).encode("utf-8")
+
     def token_text(self, token_id: int) -> str:
-        return self.decode([token_id])
+        """The token as text, or (as OpenAI's API writes part of a character) ``bytes:\\xNN...``."""
+        raw = self.token_bytes(token_id)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return "bytes:" + "".join(f"\\x{b:02x}" for b in raw)
 
     def completion_logprobs(self, f: Finished) -> dict[str, Any]:
         tokens = [self.token_text(t) for t in f.token_ids]
-        offsets, at = [], 0
-        for t in tokens:
-            offsets.append(at)
-            at += len(t)
+        offsets = [len(self.decode(f.token_ids[:i])) for i in range(len(tokens))]  # into the text
         top = None
         if f.top is not None:
             top = [{self.token_text(i): lp for i, lp in row} for row in f.top]
@@ -195,8 +210,11 @@ class ModelService:
 
     def chat_logprobs(self, f: Finished) -> dict[str, Any]:
         def entry(token_id: int, lp: float) -> dict[str, Any]:
-            text = self.token_text(token_id)
-            return {"token": text, "logprob": lp, "bytes": list(text.encode("utf-8"))}
+            return {
+                "token": self.token_text(token_id),
+                "logprob": lp,
+                "bytes": list(self.token_bytes(token_id)),
+            }
 
         content = []
         for k, (t, lp) in enumerate(zip(f.token_ids, f.logprobs, strict=True)):
