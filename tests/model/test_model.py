@@ -13,6 +13,10 @@ from m1model.cache import M1Cache
 
 from .conftest import TINY_CONFIGS, tiny_config, tiny_model
 
+# fp32 across different batch shapes and kernels (AVX-512 vs AMD): summation order moves logits of a
+# 9-layer model with scaled residuals by up to ~4e-5; a cache or padding bug moves them by O(1).
+ATOL = 1e-4
+
 
 def _ids(model, B, T, seed=0):
     return torch.randint(3, model.config.vocab_size, (B, T), generator=torch.Generator().manual_seed(seed))
@@ -26,9 +30,9 @@ def test_token_logprobs_equal_log_softmax_of_logits(fp32_head):
     expected = torch.log_softmax(logits.float(), -1)[:, :-1].gather(-1, x[:, 1:, None]).squeeze(-1)
     logp, entropy = model.token_logprobs(x, return_entropy=True)
     assert logp.dtype == torch.float32 and logp.shape == (2, 29)
-    torch.testing.assert_close(logp, expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(logp, expected, atol=ATOL, rtol=0)
     dist = torch.log_softmax(logits.float(), -1)[:, :-1]
-    torch.testing.assert_close(entropy, -(dist.exp() * dist).sum(-1), atol=1e-5, rtol=0)
+    torch.testing.assert_close(entropy, -(dist.exp() * dist).sum(-1), atol=ATOL, rtol=0)
 
 
 def test_token_logprobs_are_differentiable(tiny):
@@ -58,10 +62,10 @@ def test_left_padding_gives_the_unpadded_results(tiny):
     with torch.no_grad():
         padded = tiny(batch, attention_mask=mask).logits
         alone = tiny(short[None]).logits
-        torch.testing.assert_close(padded[0, pad:], alone[0], atol=1e-5, rtol=0)
-        torch.testing.assert_close(padded[1], tiny(long_[None]).logits[0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(padded[0, pad:], alone[0], atol=ATOL, rtol=0)
+        torch.testing.assert_close(padded[1], tiny(long_[None]).logits[0], atol=ATOL, rtol=0)
         logp = tiny.token_logprobs(batch, attention_mask=mask)
-    torch.testing.assert_close(logp[0, pad:], tiny.token_logprobs(short[None])[0].detach(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(logp[0, pad:], tiny.token_logprobs(short[None])[0].detach(), atol=ATOL, rtol=0)
     assert torch.all(logp[0, : pad - 1] == 0)  # targets that are padding
 
 
@@ -73,12 +77,12 @@ def test_cached_decoding_equals_full_forward(tiny):
         cache = M1Cache()
         steps = [tiny(x[:, :10], cache=cache, use_cache=True).logits]
         steps += [tiny(x[:, t : t + 1], cache=cache, use_cache=True).logits for t in range(10, 24)]
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=0)
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=ATOL, rtol=0)
     with torch.no_grad():  # transformers' convention: the mask covers the past too
         again = M1Cache()
         tiny(x[:, :10], cache=again, use_cache=True)
         step = tiny(x[:, 10:11], attention_mask=torch.ones(2, 11), cache=again, use_cache=True).logits
-    torch.testing.assert_close(step, full[:, 10:11], atol=1e-5, rtol=0)
+    torch.testing.assert_close(step, full[:, 10:11], atol=ATOL, rtol=0)
     with pytest.raises(ValueError, match="expected 1 or 25"):
         tiny(x[:, :1], attention_mask=torch.ones(2, 7), cache=cache)
     for i, layer in enumerate(tiny.model.layers):  # constant-size state vs growing KV
