@@ -1,0 +1,95 @@
+"""Two RL invariants the end-to-end tests cannot see: the window's clamp at a limit that is not a whole
+number of steps away, and an update's gradient being independent of how it is cut into micro-batches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from m1model import Engine
+from m1model.rl.rollout import Group, PromptPool, RolloutBatch
+from m1model.rl.trainer import RLConfig, RLTrainer
+from m1model.rl.window import LengthWindow
+
+from .conftest import VOCAB, make_tiny_model
+
+
+def test_window_widens_by_steps_and_clamps_at_a_limit_off_the_step_grid():
+    """10 -> 14 -> 18 -> 20 with step 4 and limit 20: the last widening is the 2 tokens left, then none."""
+    w = LengthWindow(10, limit=20, step=4, ppl_steps=1, ppl_tol=0.05)
+    seen = []
+    for _ in range(12):  # lengths at the window and a flat perplexity: both signals hold every other step
+        m = w.observe(np.full(50, w.current), 1.0)
+        seen.append((m["max_new_tokens"], m["window_widened"]))
+    windows = [int(x) for x, widened in seen if widened]
+    assert windows == [10, 14, 18]  # the windows that were widened from
+    assert w.current == 20 and not w.widens
+    assert max(x for x, _ in seen) == 20  # never past the limit, not even by a step
+    assert seen[-1] == (20.0, 0.0)
+
+
+def test_a_trainer_window_stops_at_its_limit():
+    cfg = RLConfig(group_size=2, max_new_tokens=6, max_new_tokens_limit=11, window_step=4, window_ppl_steps=1)
+    pool = PromptPool(prompts=[[1, 2]], items=[None])
+    trainer = RLTrainer(make_tiny_model(), None, lambda items, rs: [0.0] * len(rs), pool, cfg)
+    for _ in range(8):
+        trainer.window.observe(np.full(20, trainer.max_new_tokens), 0.5)
+    assert trainer.max_new_tokens == 11
+
+
+def _groups(model, seed: int = 0) -> list[Group]:
+    """Five groups of two responses with different lengths (1 to 9 tokens) and non-uniform rewards; old
+    log-probs are the model's own, perturbed so that the IS weights differ from 1 (and some clip)."""
+    gen = torch.Generator().manual_seed(seed)
+    groups = []
+    for g in range(5):
+        prompt = torch.randint(1, VOCAB, (2 + g % 3,), generator=gen).tolist()
+        responses, logprobs = [], []
+        for r in range(2):
+            n = 1 + (3 * g + 5 * r) % 9
+            resp = torch.randint(1, VOCAB, (n,), generator=gen).tolist()
+            with torch.no_grad():
+                lp = model.token_logprobs(torch.tensor([prompt + resp]))[0, len(prompt) - 1 :]
+            responses.append(resp)
+            logprobs.append((lp + 0.8 * torch.randn(n, generator=gen)).tolist())
+        rewards = [float(g % 2), float(1 - g % 2) + 0.25 * g]
+        groups.append(Group(g, prompt, responses, logprobs, ["length"] * 2, rewards))
+    return groups
+
+
+def _update_gradient(micro_batch_size: int, algorithm: str) -> tuple[list[torch.Tensor], dict]:
+    model = make_tiny_model(seed=1)
+    cfg = RLConfig(
+        algorithm=algorithm,
+        group_size=2,
+        prompts_per_step=5,
+        updates_per_batch=1,
+        grad_clip=0.0,  # no clipping: the gradient the optimizer sees is the raw one
+        micro_batch_size=micro_batch_size,
+    )
+    pool = PromptPool(prompts=[[1]] * 5, items=[None] * 5)
+    trainer = RLTrainer(model, Engine(model), lambda items, rs: [0.0] * len(rs), pool, cfg)
+    grads: list[torch.Tensor] = []
+    trainer.optimizer.register_step_pre_hook(
+        lambda opt, args, kwargs: grads.extend(p.grad.clone() for p in model.parameters())
+    )
+    metrics = trainer.update(RolloutBatch(groups=_groups(make_tiny_model(seed=1))))
+    assert metrics["skipped_updates"] == 0 and len(grads) == len(list(model.parameters()))
+    return grads, metrics
+
+
+@pytest.mark.parametrize("algorithm", ["cispo", "grpo"])
+def test_micro_batching_does_not_change_the_update(algorithm):
+    """One update over 5 groups: in one micro-batch, in 1-group micro-batches, and in uneven ones (2, 2, 1
+    groups). The loss is a mean over groups of per-group normalised sums (Eq. 4), so each micro-batch must
+    be weighted by its share of the groups: its token count, a plain sum or a plain mean of the
+    micro-batch losses would each change the gradient."""
+    whole, m_whole = _update_gradient(64, algorithm)
+    assert sum(float(g.abs().sum()) for g in whole) > 0
+    for micro in (2, 4):
+        split, m_split = _update_gradient(micro, algorithm)
+        for a, b in zip(whole, split, strict=True):
+            torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-7)
+        assert m_split["grad_norm"] == pytest.approx(m_whole["grad_norm"], rel=1e-4)
+        assert m_split["loss"] == pytest.approx(m_whole["loss"], rel=1e-4, abs=1e-7)
