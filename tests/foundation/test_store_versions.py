@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 
 import flows.store
 from flows.errors import InputError
-from flows.store import DatasetStore
+from flows.store import DatasetStore, Manifest, StepCount
 
 
 def test_third_version_is_numbered_three_and_read_as_latest(tmp_path):
@@ -54,7 +55,7 @@ def test_dataset_whose_first_write_was_killed_is_not_listed(tmp_path):
     script = textwrap.dedent(
         f"""
         import time, pathlib, polars as pl
-        from flows.store import DatasetStore
+        from flows.store import DatasetStore, Manifest, StepCount
         orig = pl.DataFrame.write_parquet
         def slow(self, path, *a, **k):
             orig(self, path, *a, **k)
@@ -84,3 +85,53 @@ def test_dataset_whose_first_write_was_killed_is_not_listed(tmp_path):
     # Writing it again works and is its first version.
     assert fresh.write("partial", pl.DataFrame({"x": [5]})).version == 1
     assert fresh.names() == ["done", "partial"]
+
+
+def test_manifest_file_is_stable_text_and_round_trips(tmp_path):
+    """manifest.json is indented with sorted keys (diffable between versions); values JSON cannot hold
+    are written as text; steps, params and counts read back as written."""
+    store = DatasetStore(tmp_path)
+    before = time.time()
+    store.write(
+        "items",
+        pl.DataFrame({"x": [1, 2]}),
+        params={"source": Path("/data/in.jsonl"), "seed": 3},
+        steps=[StepCount("dedup", 3, 2, "dup"), StepCount("clean", 2, 2)],
+    )
+    raw = (store.path("items") / "manifest.json").read_text()
+    assert raw == json.dumps(json.loads(raw), indent=2, sort_keys=True)
+    m = store.manifest("items")
+    assert m.params == {"source": "/data/in.jsonl", "seed": 3}
+    assert m.steps == [StepCount("dedup", 3, 2, "dup"), StepCount("clean", 2, 2, "")]
+    assert m.quarantined == 0 and before <= m.created <= time.time()
+    # Defaults are empty containers, not null.
+    bare = store.write("bare", pl.DataFrame({"x": [1]}))
+    assert json.loads((store.path("bare") / "manifest.json").read_text())["params"] == {}
+    assert store.manifest("bare").params == {} and bare.parents == []
+
+
+def test_manifest_without_a_step_reason_reads_as_empty_reason():
+    """A step written without a reason (older manifests) reads back with an empty one."""
+    text = json.dumps(
+        {"name": "a", "version": 1, "rows": 2, "steps": [{"step": "clean", "rows_in": 3, "rows_out": 2}]}
+    )
+    assert Manifest.from_json(text).steps == [StepCount("clean", 3, 2, "")]
+
+
+def test_quarantine_is_per_version(tmp_path):
+    store = DatasetStore(tmp_path)
+    store.write("items", pl.DataFrame({"x": [1]}))
+    store.write("items", pl.DataFrame({"x": [2]}), quarantine=pl.DataFrame({"x": [9]}))
+    assert store.quarantine("items", 1) is None
+    assert store.quarantine("items")["x"].to_list() == [9]
+    assert store.manifest("items", 1).quarantined == 0 and store.manifest("items").quarantined == 1
+
+
+def test_default_root_is_m1_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("M1_HOME", str(tmp_path / "home"))
+    assert DatasetStore().root == tmp_path / "home"
+    DatasetStore().write("items", pl.DataFrame({"x": [1]}))
+    assert (tmp_path / "home" / "datasets" / "items" / "LATEST").read_text() == "1\n"
+    monkeypatch.delenv("M1_HOME")
+    monkeypatch.chdir(tmp_path)
+    assert DatasetStore().root == tmp_path / ".m1"
