@@ -134,34 +134,36 @@ def prepare(pkg: Package) -> Path:
     return work
 
 
-def mutmut(work: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+def mutmut(work: Path, *args: str, timeout: float | None = None, log: Path | None = None) -> int:
+    """Run mutmut in a package's copy; output to `log` (its progress line is long), or to stdout."""
     exe = Path(sys.executable).with_name("mutmut")
     env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
-    proc = subprocess.Popen(
-        [str(exe), *args],
-        cwd=work,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGINT)  # mutmut stops its workers and keeps the finished results
+    with open(log, "a") if log else open(os.devnull, "w") as sink:
+        proc = subprocess.Popen(
+            [str(exe), *args],
+            cwd=work,
+            env=env,
+            stdout=sink if log else None,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
-            out, _ = proc.communicate(timeout=120)
+            return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-        out += "\n[stopped by --minutes; rerun to continue]\n"
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+            os.killpg(proc.pid, signal.SIGINT)  # mutmut stops its workers and keeps finished results
+            try:
+                return proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                return proc.wait()
 
 
 def verdicts(work: Path) -> dict[str, str]:
     """mutant name -> status, from `mutmut results --all true`."""
-    out = mutmut(work, "results", "--all", "true").stdout
+    exe = Path(sys.executable).with_name("mutmut")
+    out = subprocess.run(
+        [str(exe), "results", "--all", "true"], cwd=work, capture_output=True, text=True, check=True
+    ).stdout
     found = {}
     for line in out.splitlines():
         name, sep, status = line.strip().rpartition(": ")
@@ -226,12 +228,21 @@ def main() -> None:
     run = [] if args.report_only else args.packages or list(BY_NAME)
     for pkg in [BY_NAME[n] for n in run]:
         work = prepare(pkg)
-        print(f"== mutmut run: {pkg.name} ({', '.join(pkg.source)})", flush=True)
+        log = WORK / f"{pkg.name}.log"
+        print(
+            f"== mutmut run: {pkg.name} ({', '.join(pkg.source)}), log: {log.relative_to(ROOT)}", flush=True
+        )
         t0 = time.time()
         limit = args.minutes * 60 if args.minutes else None
-        res = mutmut(work, "run", "--max-children", str(os.cpu_count() or 2), timeout=limit)
-        print(res.stdout[-3000:], flush=True)
-        print(f"   {pkg.name}: {time.time() - t0:.0f}s, exit {res.returncode}", flush=True)
+        survived = []
+        if (work / "mutants").exists():  # tests may have changed since: check the old survivors again
+            survived = [n for n, s in verdicts(work).items() if s == "survived"]
+        rc = mutmut(work, "run", "--max-children", str(os.cpu_count() or 2), timeout=limit, log=log)
+        left = limit - (time.time() - t0) if limit else None
+        if survived and rc == 0 and (left is None or left > 0):
+            print(f"   rechecking {len(survived)} earlier survivors", flush=True)
+            rc = mutmut(work, "run", *survived, timeout=left, log=log)
+        print(f"   {pkg.name}: {time.time() - t0:.0f}s, exit {rc}", flush=True)
     # The table covers every package measured so far, whichever this invocation ran.
     equiv = equivalents()
     rows, survivors, notes = [], [], []
