@@ -234,14 +234,14 @@ def main() -> None:
         )
         t0 = time.time()
         limit = args.minutes * 60 if args.minutes else None
-        survived = []
-        if (work / "mutants").exists():  # tests may have changed since: check the old survivors again
-            survived = [n for n, s in verdicts(work).items() if s == "survived"]
+        recheck = []
+        if (work / "mutants").exists():  # tests may have changed since: check old survivors again
+            recheck = [n for n, s in verdicts(work).items() if s in ("survived", "no tests")]
         rc = mutmut(work, "run", "--max-children", str(os.cpu_count() or 2), timeout=limit, log=log)
         left = limit - (time.time() - t0) if limit else None
-        if survived and rc == 0 and (left is None or left > 0):
-            print(f"   rechecking {len(survived)} earlier survivors", flush=True)
-            rc = mutmut(work, "run", *survived, timeout=left, log=log)
+        if recheck and rc == 0 and (left is None or left > 0):
+            print(f"   rechecking {len(recheck)} earlier survivors and untested mutants", flush=True)
+            rc = mutmut(work, "run", *recheck, timeout=left, log=log)
         print(f"   {pkg.name}: {time.time() - t0:.0f}s, exit {rc}", flush=True)
     # The table covers every package measured so far, whichever this invocation ran.
     equiv = equivalents()

@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from m1model import Engine
+from m1model.rl.distributed import replica_engine
+from m1model.rl.losses import sequence_level_weights
 from m1model.rl.rollout import Group, PromptPool, RolloutBatch
 from m1model.rl.trainer import RLConfig, RLTrainer
 from m1model.rl.window import LengthWindow
@@ -93,3 +95,30 @@ def test_micro_batching_does_not_change_the_update(algorithm):
             torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-7)
         assert m_split["grad_norm"] == pytest.approx(m_whole["grad_norm"], rel=1e-4)
         assert m_split["loss"] == pytest.approx(m_whole["loss"], rel=1e-4, abs=1e-7)
+
+
+def test_sequence_level_weights_average_within_groups_of_unequal_size():
+    """Eq. 1: mean over groups of each group's mean over responses of 1/|o_i| sum_t. With groups of 1
+    and 2 responses, pooling all responses into one group would weight them 1/3 each instead."""
+    mask = torch.tensor([[1, 1, 0, 0, 0], [1, 1, 1, 1, 0], [1, 0, 0, 0, 0]], dtype=torch.float32)
+    w = sequence_level_weights(mask, torch.tensor([7, 9, 9]))
+    assert w.sum(1).tolist() == [0.5, 0.25, 0.25]
+    assert w[1].tolist() == [1 / 16] * 4 + [0.0]
+    # Without group_index: one group of all 3 responses (3 rows, 5 columns: not square on purpose).
+    assert sequence_level_weights(mask).sum(1).tolist() == pytest.approx([1 / 3] * 3)
+
+
+def test_an_engine_with_its_own_weights_samples_from_the_updated_policy():
+    """An engine holding a copy of the policy (the FSDP replica; vLLM alike) gets the weights after the
+    update: otherwise every later batch would be sampled from the initial policy."""
+    model = make_tiny_model()
+    pool = PromptPool(prompts=[[1 + i, 2] for i in range(4)], items=list(range(4)))
+    cfg = RLConfig(group_size=4, prompts_per_step=2, lr=1e-2, max_new_tokens=4, updates_per_batch=1)
+    engine = replica_engine(model)
+    trainer = RLTrainer(model, engine, lambda items, rs: [float(7 in r) for r in rs], pool, cfg)
+    trainer.train_step()
+    assert trainer.history[-1]["skipped_updates"] == 0
+    before = make_tiny_model().state_dict()
+    assert any(not torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    for k, v in model.state_dict().items():
+        assert torch.equal(engine.model.state_dict()[k], v), k
