@@ -10,9 +10,11 @@ mutated files), so a package stopped by --minutes continues where it stopped on 
 
 The table counts mutmut's verdicts per package: killed (a test failed; a timeout counts as killed, since
 the mutant made a test hang), survived, no tests (no selected test reaches the function) and not checked
-(not run yet). Survivors judged equivalent (no test could kill them: same behaviour) are listed with a
-reason in scripts/mutation_equivalent.txt; the last column is killed / (total - equivalent).
-The table and the unexplained survivors go to scripts/MUTATION_RESULTS.md.
+(not run yet), other (suspicious, segfault). Survivors judged by hand are in
+scripts/mutation_equivalent.txt, each with a reason: "equivalent" (no test could kill it: same
+behaviour) or "survives" (a real change the fast CPU-only tests cannot see). Rates: killed / total,
+killed / (total - equivalent), and killed / checked (total - not checked - other: for a partial run).
+The table and the survivors not judged equivalent go to scripts/MUTATION_RESULTS.md.
 """
 
 from __future__ import annotations
@@ -172,8 +174,8 @@ def verdicts(work: Path) -> dict[str, str]:
     return found
 
 
-def equivalents() -> dict[str, str]:
-    """Survivors judged equivalent: `mutant_name  # reason` per line."""
+def judged() -> dict[str, str]:
+    """Survivors judged by hand: `mutant_name  # equivalent: reason` or `mutant_name  # survives: reason`."""
     if not EQUIVALENT.exists():
         return {}
     out = {}
@@ -184,19 +186,25 @@ def equivalents() -> dict[str, str]:
     return out
 
 
-def row(pkg: Package, found: dict[str, str], equiv: dict[str, str]) -> dict:
+def is_equivalent(reason: str | None) -> bool:
+    return bool(reason and reason.startswith("equivalent:"))
+
+
+def row(pkg: Package, found: dict[str, str], notes: dict[str, str]) -> dict:
     count = {s: 0 for s in ("killed", "survived", "no tests", "not checked", "other")}
     for status in found.values():
         status = "killed" if status in ("killed", "timeout") else status
         count[status if status in count else "other"] += 1
     total = len(found)
-    eq = sum(1 for n, s in found.items() if s == "survived" and n in equiv)
+    checked = total - count["not checked"] - count["other"]
+    eq = sum(1 for n, s in found.items() if s == "survived" and is_equivalent(notes.get(n)))
     return {
         "package": pkg.name,
         "total": total,
         **count,
         "equivalent": eq,
         "kill_rate": count["killed"] / total if total else None,
+        "kill_rate_checked": count["killed"] / checked if checked else None,
         "kill_rate_non_equivalent": count["killed"] / (total - eq) if total - eq else None,
     }
 
@@ -206,13 +214,15 @@ def pct(x) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = "| package | mutants | killed | survived | equivalent | no tests | not checked | killed/total | killed/non-equivalent |"
-    lines = [head, "|" + "---|" * 9]
+    cols = "package | mutants | killed | survived | equivalent | no tests | other | not checked"
+    rates = "killed/total | killed/non-equivalent | killed/checked"
+    lines = [f"| {cols} | {rates} |", "|" + "---|" * 11]
     for r in rows:
-        lines.append(
-            f"| {r['package']} | {r['total']} | {r['killed']} | {r['survived']} | {r['equivalent']} | "
-            f"{r['no tests']} | {r['not checked'] + r['other']} | {pct(r['kill_rate'])} | {pct(r['kill_rate_non_equivalent'])} |"
-        )
+        counts = [
+            r[k] for k in ("total", "killed", "survived", "equivalent", "no tests", "other", "not checked")
+        ]
+        shares = [pct(r[k]) for k in ("kill_rate", "kill_rate_non_equivalent", "kill_rate_checked")]
+        lines.append("| " + " | ".join([r["package"], *map(str, counts), *shares]) + " |")
     return "\n".join(lines)
 
 
@@ -244,7 +254,7 @@ def main() -> None:
             rc = mutmut(work, "run", *recheck, timeout=left, log=log)
         print(f"   {pkg.name}: {time.time() - t0:.0f}s, exit {rc}", flush=True)
     # The table covers every package measured so far, whichever this invocation ran.
-    equiv = equivalents()
+    notes_by_mutant = judged()
     rows, survivors, notes = [], [], []
     for pkg in PACKAGES:
         work = WORK / pkg.name
@@ -252,8 +262,12 @@ def main() -> None:
             notes.append(f"{pkg.name}: not run")
             continue
         found = verdicts(work)
-        rows.append(row(pkg, found, equiv))
-        survivors += [n for n, s in sorted(found.items()) if s == "survived" and n not in equiv]
+        rows.append(row(pkg, found, notes_by_mutant))
+        survivors += [
+            f"`{n}`" + (f": {notes_by_mutant[n]}" if n in notes_by_mutant else "")
+            for n, s in sorted(found.items())
+            if s == "survived" and not is_equivalent(notes_by_mutant.get(n))
+        ]
         if pkg.note:
             notes.append(f"{pkg.name}: {pkg.note}")
     text = table(rows)
@@ -268,9 +282,9 @@ def main() -> None:
         "",
         *(f"- {n}" for n in notes),
         "",
-        f"## Survivors not judged equivalent ({len(survivors)})",
+        f"## Survivors not judged equivalent ({len(survivors)}; reasons where judged)",
         "",
-        *(f"- `{n}`" for n in survivors),
+        *(f"- {n}" for n in survivors),
         "",
     ]
     RESULTS.write_text("\n".join(report))

@@ -81,3 +81,17 @@ def test_overlong_penalty_smallest_caches():
     assert overlong_penalty(lengths, max_len=10, cache_len=0).tolist() == [0.0, 0.0, 0.0, -1.0]
     with pytest.raises(ValueError, match=r"^need 0 <= cache_len < max_len, got cache_len=-1, max_len=10$"):
         overlong_penalty(lengths, max_len=10, cache_len=-1)
+
+
+def test_sft_gradient_clipping_is_applied_when_set():
+    """AdamW hides a constant gradient scale but not a per-step one: a tight clip changes the weights
+    after a few steps, while a clip far above the gradient norm changes nothing."""
+
+    def weights(clip: float) -> dict[str, torch.Tensor]:
+        model = make_tiny_model()
+        sft_warm_start(model, EXAMPLES, SFTConfig(steps=3, lr=1e-2, batch_size=3, grad_clip=clip))
+        return model.state_dict()
+
+    off, loose, tight = weights(0.0), weights(1e9), weights(1e-3)
+    assert all(torch.equal(off[k], loose[k]) for k in off)
+    assert any(not torch.allclose(off[k], tight[k]) for k in off)
