@@ -244,14 +244,15 @@ def main() -> None:
         )
         t0 = time.time()
         limit = args.minutes * 60 if args.minutes else None
-        recheck = []
-        if (work / "mutants").exists():  # tests may have changed since: check old survivors again
+        recheck, rc = [], 0
+        if (work / "mutants").exists():  # tests may have changed since: check old survivors first
             recheck = [n for n, s in verdicts(work).items() if s in ("survived", "no tests")]
-        rc = mutmut(work, "run", "--max-children", str(os.cpu_count() or 2), timeout=limit, log=log)
-        left = limit - (time.time() - t0) if limit else None
-        if recheck and rc == 0 and (left is None or left > 0):
+        if recheck:
             print(f"   rechecking {len(recheck)} earlier survivors and untested mutants", flush=True)
-            rc = mutmut(work, "run", *recheck, timeout=left, log=log)
+            rc = mutmut(work, "run", *recheck, timeout=limit, log=log)
+        left = limit - (time.time() - t0) if limit else None
+        if rc == 0 and (left is None or left > 0):
+            rc = mutmut(work, "run", "--max-children", str(os.cpu_count() or 2), timeout=left, log=log)
         print(f"   {pkg.name}: {time.time() - t0:.0f}s, exit {rc}", flush=True)
     # The table covers every package measured so far, whichever this invocation ran.
     notes_by_mutant = judged()
