@@ -17,6 +17,7 @@ import pytest
 from flows.curate.contamination import decontaminate, ngram_matches
 from flows.curate.dedup import embedding_dedup, minhash_dedup, separate_from
 from flows.curate.minhash import near_duplicates
+from flows.errors import InputError
 
 WORDS = [f"word{i}" for i in range(40)]
 # 9 words: 5 word 5-gram shingles; its first 8 words: 4 of them. Jaccard = 4/5 = 0.8, exactly the
@@ -105,3 +106,28 @@ def test_item_lengths_around_n_score_their_share_of_ngrams(length):
     else:
         assert row.tolist() == [0] and score.tolist() == [0.5]
     assert brow.tolist() == [0] * len(row)
+
+
+def test_embedding_dedup_defaults_empty_texts_and_its_step_record():
+    """Default threshold 0.95; blank texts (equal vectors: the empty string's embedding) are never
+    semantic duplicates, as `clean` rejects them with their own reason; the step names itself."""
+    v = np.zeros((5, 4), dtype=np.float32)
+    v[0, 0] = 1.0
+    v[1, 0], v[1, 1] = 0.96, math.sqrt(1 - 0.96**2)  # cosine 0.96 with row 0: a duplicate at 0.95
+    v[2, 2] = v[3, 2] = v[4, 2] = 1.0  # three blank texts with one vector
+    df = frame(["a", "a'", "", "   ", None])
+    res = embedding_dedup(df, embeddings=v)
+    assert res.removed["id"].to_list() == ["r1"]
+    assert res.count.step == "embedding-dedup"
+    assert res.count.reason == "semantic duplicates: embedding cosine >= 0.95"
+    with pytest.raises(InputError, match=r"^embedding_dedup input: missing column\(s\) prompt"):
+        embedding_dedup(pl.DataFrame({"id": ["a"]}), embeddings=v[:1])
+
+
+def test_a_broken_benchmark_file_is_an_error_not_a_smaller_benchmark(tmp_path):
+    """Skipping a benchmark's broken line would silently stop checking against that item."""
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text('{"id": "b1", "prompt": "the cat sat on the mat today"}\n{"id": "b2", "prompt": \n')
+    df = frame(["a cat sat on the mat"])
+    with pytest.raises(InputError, match="bench.jsonl: line 2"):
+        decontaminate(df, [bench], ngram=4)
