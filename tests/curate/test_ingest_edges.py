@@ -47,7 +47,7 @@ def test_a_key_first_seen_late_and_mixed_types_are_kept(tmp_path):
     rows = read_table(late)
     assert rows.height == 301 and rows["extra"].to_list()[-1] == 5
     mixed = tmp_path / "mixed.jsonl"
-    mixed.write_text('{"id": "a", "v": 1}\n{"id": "b", "v": "two"}\n{"id": "c", "v": [3, "ü"]}\n')
-    rows = read_table(mixed)  # one column cannot hold both types: every value becomes text
+    mixed.write_text('{"id": "a", "v": 1}\n{"id": "b", "v": {"k": "ü"}}\n{"id": "c", "v": null}\n')
+    rows = read_table(mixed)  # polars cannot build one column of int and struct: values become text
     assert rows.schema == pl.Schema({"id": pl.String, "v": pl.String})
-    assert rows["v"].to_list() == ["1", "two", '[3, "ü"]']
+    assert rows["v"].to_list() == ["1", '{"k": "ü"}', None]
