@@ -61,7 +61,6 @@ PACKAGES = [
             "tests/rl/test_advantages.py",
             "tests/rl/test_trainer.py",
             "tests/rl/test_plausible_bugs.py",
-            "tests/rl/test_sft_and_penalty_edges.py",
             "tests/rl/test_sft_and_pool.py",
             "tests/rl/test_curriculum_weighting.py",
         ],
