@@ -12,7 +12,7 @@ from m1model import Engine
 from m1model.rl.advantages import overlong_penalty
 from m1model.rl.distributed import replica_engine
 from m1model.rl.losses import sequence_level_weights
-from m1model.rl.rollout import Group, PromptPool, RolloutBatch
+from m1model.rl.rollout import Group, PromptPool, RolloutBatch, score_groups
 from m1model.rl.sft import SFTConfig, answer_nll, sft_batch, sft_warm_start
 from m1model.rl.trainer import RLConfig, RLTrainer
 from m1model.rl.window import LengthWindow
@@ -214,3 +214,20 @@ def test_sft_gradient_clipping_is_applied_when_set():
     off, loose, tight = weights(0.0), weights(1e9), weights(1e-3)
     assert all(torch.equal(off[k], loose[k]) for k in off)
     assert any(not torch.allclose(off[k], tight[k]) for k in off)
+
+
+def test_sft_reports_every_step_to_its_callback():
+    seen = []
+    history = sft_warm_start(make_tiny_model(), SFT_EXAMPLES, SFTConfig(steps=2, batch_size=3), seen.append)
+    assert seen == history and len(seen) == 2
+
+
+def test_rewards_see_the_item_of_each_response_and_the_replica_is_a_copy():
+    groups = [Group(i, [1], [[2], [3]], [[0.0], [0.0]], ["length"] * 2, []) for i in (2, 0)]
+    pool = PromptPool(prompts=[[1]] * 3, items=[10.0, 11.0, 12.0])
+    score_groups(groups, pool, lambda items, rs: list(items), max_new_tokens=4, overlong_cache=0)
+    assert [g.rewards for g in groups] == [[12.0, 12.0], [10.0, 10.0]]
+    model = make_tiny_model()
+    engine = replica_engine(model)  # its own weights: only the trainer's push may change them
+    pairs = zip(model.parameters(), engine.model.parameters(), strict=True)
+    assert all(a.data_ptr() != b.data_ptr() for a, b in pairs)
