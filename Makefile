@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast bench services lint clean
+.PHONY: run test test-fast bench services lint clean mutation
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,15 @@ test-fast: $(VENV)/.installed
 BENCHES ?= attention decode train-step dedup verify rewards sandbox logic rl swe genrm train-scale
 bench: $(VENV)/.installed services
 	set -e; for b in $(BENCHES); do echo "== m1 bench $$b"; $(M1) bench $$b; done
+
+# Mutation testing with mutmut 3, one package at a time against its fast tests, then a kill-rate table
+# (scripts/MUTATION_RESULTS.md). Not part of `test` or CI: it takes tens of minutes per package. Pick
+# packages with MUTATION_PACKAGES="store rl"; MUTATION_MINUTES caps each run (rerun to continue).
+MUTATION_PACKAGES ?=
+MUTATION_MINUTES ?=
+mutation: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[mutation]'
+	$(PY) scripts/mutation.py $(MUTATION_PACKAGES) $(if $(MUTATION_MINUTES),--minutes $(MUTATION_MINUTES))
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

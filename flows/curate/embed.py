@@ -56,8 +56,10 @@ def similar_pairs(
         index = faiss.IndexFlatIP(x.shape[1])
         index.add(x)
         for lo in range(0, len(x), _QUERY_BLOCK):
-            # range_search keeps ip > radius; step just below the threshold to keep ip == threshold
-            lims, sims, nbrs = index.range_search(x[lo : lo + _QUERY_BLOCK], np.nextafter(threshold, 0))
+            # range_search keeps ip > radius, and takes the radius as float32: step one float32 below
+            # the threshold to keep ip == threshold (a float64 step rounds back to the threshold)
+            radius = float(np.nextafter(np.float32(threshold), np.float32(0)))
+            lims, sims, nbrs = index.range_search(x[lo : lo + _QUERY_BLOCK], radius)
             lims = lims.astype(np.int64)
             found_i.append(np.repeat(np.arange(lo, lo + len(lims) - 1), np.diff(lims)))
             found_j.append(nbrs)

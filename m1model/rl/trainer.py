@@ -261,6 +261,9 @@ class RLTrainer:
         self.model.train()
 
         rows: list[tuple[Metrics, float]] = []
+        # Each update's loss, weighted as its gradient is (share of the groups), summed over ranks below:
+        # a token-weighted mean of micro-batch losses would depend on the micro-batch size.
+        losses = [0.0] * cfg.updates_per_batch
         grad_norms, skipped = [], 0
         mismatch = torch.zeros(7, dtype=torch.float64)  # sufficient statistics, summed over ranks
         for u in range(cfg.updates_per_batch):
@@ -296,7 +299,8 @@ class RLTrainer:
                     share = sub.group_index.unique().numel() / n_u
                     (loss * (share * d.world_size)).backward()
                 finite &= bool(torch.isfinite(loss.detach()))
-                rows.append(({"loss": float(loss.detach())} | m, float(sub.response_mask.sum())))
+                losses[u] += float(loss.detach()) * share
+                rows.append((m, float(sub.response_mask.sum())))
                 if u == 0:  # on-policy pass: training vs inference log-probs of the same tokens
                     sel = sub.response_mask > 0
                     mismatch += _mismatch_sums(logp.detach()[sel], sub.old_logp[sel])
@@ -308,7 +312,8 @@ class RLTrainer:
                 skipped += 1
             self.optimizer.zero_grad(set_to_none=True)
 
-        metrics = _weighted([row for part in d.gather(rows) for row in part])
+        metrics = {"loss": float(np.mean(d.sum(*losses)))}
+        metrics |= _weighted([row for part in d.gather(rows) for row in part])
         metrics["grad_norm"] = float(np.mean(grad_norms))
         metrics["grad_norm_max"] = float(np.max(grad_norms))
         metrics["skipped_updates"] = float(skipped)

@@ -1,0 +1,297 @@
+"""Mutation testing with mutmut 3, one package at a time, each against only the fast tests that cover it.
+
+    python scripts/mutation.py [PACKAGE ...] [--minutes N] [--report-only]
+
+mutmut reads one [tool.mutmut] from the pyproject.toml of its working directory and mutates into
+./mutants. To give each package its own source paths and tests, every package runs in its own copy of
+the tree, mutants/<package>/, whose pyproject.toml gets the shared [tool.mutmut] settings plus that
+package's `source_paths` and test selection. Runs are incremental (mutmut keeps results next to the
+mutated files), so a package stopped by --minutes continues where it stopped on the next run.
+
+The table counts mutmut's verdicts per package: killed (a test failed; a timeout counts as killed, since
+the mutant made a test hang), survived, no tests (no selected test reaches the function) and not checked
+(not run yet), other (suspicious, segfault). Survivors judged by hand are in
+scripts/mutation_equivalent.txt, each with a reason: "equivalent" (no test could kill it: same
+behaviour) or "survives" (a real change the fast CPU-only tests cannot see). Rates: killed / total,
+killed / (total - equivalent), and killed / checked (total - not checked - other: for a partial run).
+The table and the survivors not judged equivalent go to scripts/MUTATION_RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "mutants"
+EQUIVALENT = ROOT / "scripts" / "mutation_equivalent.txt"
+RESULTS = ROOT / "scripts" / "MUTATION_RESULTS.md"
+TREE = ["flows", "m1model", "verifiers", "sandboxes", "kernels", "examples", "tests", "pyproject.toml"]
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    source: list[str]  # what mutmut mutates
+    tests: list[str]  # the fast tests that cover it
+    note: str = ""
+
+
+PACKAGES = [
+    Package(
+        "store",
+        ["flows/store.py"],
+        ["tests/foundation/test_store.py", "tests/foundation/test_store_versions.py"],
+    ),
+    Package(
+        "rl",
+        ["m1model/rl"],
+        [
+            "tests/rl/test_window.py",
+            "tests/rl/test_losses.py",
+            "tests/rl/test_advantages.py",
+            "tests/rl/test_trainer.py",
+            "tests/rl/test_plausible_bugs.py",
+            "tests/rl/test_sft_and_pool.py",
+            "tests/rl/test_curriculum_weighting.py",
+        ],
+        "distributed.py's multi-rank paths and checkpoint resume run only under torchrun / slow tests",
+    ),
+    Package(
+        "curate",
+        ["flows/curate"],
+        [
+            "tests/curate/test_answers.py",
+            "tests/curate/test_clean.py",
+            "tests/curate/test_contamination.py",
+            "tests/curate/test_dedup.py",
+            "tests/curate/test_embedding.py",
+            "tests/curate/test_ingest.py",
+            "tests/curate/test_ingest_edges.py",
+            "tests/curate/test_minhash.py",
+            "tests/curate/test_thresholds.py",
+            "tests/curate/test_passrate.py",
+        ],
+        "flow.py (the Prefect flow) is covered only by the flow tests, left out as too slow per mutant",
+    ),
+    Package(
+        "verifiers",
+        ["verifiers"],
+        [
+            "tests/verifiers/test_math.py",
+            "tests/verifiers/test_constraints.py",
+            "tests/verifiers/test_format.py",
+            "tests/verifiers/test_code.py",
+            "tests/verifiers/test_testgen.py",
+            "tests/logic",
+            "tests/logic_b",
+        ],
+    ),
+    Package("sandboxes", ["sandboxes"], ["tests/sandboxes/test_units.py", "tests/sandboxes/test_runs.py"]),
+]
+BY_NAME = {p.name: p for p in PACKAGES}
+FAST = "not slow and not docker and not gpu and not postgres and not browser"
+
+
+def toml_value(v) -> str:
+    """TOML for the value types [tool.mutmut] uses (JSON's strings, numbers and arrays are TOML's)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return json.dumps(v)
+
+
+def prepare(pkg: Package) -> Path:
+    """Refresh mutants/<package>/ from the checkout (mtimes kept, so mutmut re-mutates only what changed)."""
+    work = WORK / pkg.name
+    work.mkdir(parents=True, exist_ok=True)
+    for name in TREE[:-1]:
+        src = ROOT / name
+        if src.exists():
+            shutil.copytree(
+                src, work / name, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
+    text = (ROOT / "pyproject.toml").read_text()
+    settings = tomllib.loads(text).get("tool", {}).get("mutmut", {})
+    head, sep, tail = text.partition("\n[tool.mutmut]\n")
+    if sep:  # drop the shared section (up to the next table) and write the merged one
+        rest = tail.split("\n[", 1)
+        text = head + ("\n[" + rest[1] if len(rest) > 1 else "\n")
+    settings |= {
+        "source_paths": pkg.source,
+        "pytest_add_cli_args_test_selection": pkg.tests,
+        # whole packages beside the mutated files: a package missing its __init__ would import the original
+        "also_copy": TREE[:-2],
+        "pytest_add_cli_args": [*settings.get("pytest_add_cli_args", []), "-m", FAST],
+    }
+    body = "".join(f"{k} = {toml_value(v)}\n" for k, v in settings.items())
+    (work / "pyproject.toml").write_text(text.rstrip("\n") + "\n\n[tool.mutmut]\n" + body)
+    return work
+
+
+def mutmut(work: Path, *args: str, timeout: float | None = None, log: Path | None = None) -> int:
+    """Run mutmut in a package's copy; output to `log` (its progress line is long), or to stdout."""
+    exe = Path(sys.executable).with_name("mutmut")
+    env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
+    with open(log, "a") if log else open(os.devnull, "w") as sink:
+        proc = subprocess.Popen(
+            [str(exe), *args],
+            cwd=work,
+            env=env,
+            stdout=sink if log else None,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGINT)  # mutmut stops its workers and keeps finished results
+            try:
+                return proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                return proc.wait()
+
+
+def verdicts(work: Path) -> dict[str, str]:
+    """mutant name -> status, from `mutmut results --all true`."""
+    exe = Path(sys.executable).with_name("mutmut")
+    out = subprocess.run(
+        [str(exe), "results", "--all", "true"], cwd=work, capture_output=True, text=True, check=True
+    ).stdout
+    found = {}
+    for line in out.splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if sep and "__mutmut_" in name:
+            found[name] = status
+    return found
+
+
+def judged() -> dict[str, str]:
+    """Survivors judged by hand: `mutant_name  # equivalent: reason` or `mutant_name  # survives: reason`."""
+    if not EQUIVALENT.exists():
+        return {}
+    out = {}
+    for line in EQUIVALENT.read_text().splitlines():
+        name, _, reason = line.partition("#")
+        if name.strip():
+            out[name.strip()] = reason.strip()
+    return out
+
+
+def is_equivalent(reason: str | None) -> bool:
+    return bool(reason and reason.startswith("equivalent:"))
+
+
+def row(pkg: Package, found: dict[str, str], notes: dict[str, str]) -> dict:
+    count = {s: 0 for s in ("killed", "survived", "no tests", "not checked", "other")}
+    for status in found.values():
+        status = "killed" if status in ("killed", "timeout") else status
+        count[status if status in count else "other"] += 1
+    total = len(found)
+    checked = total - count["not checked"] - count["other"]
+    eq = sum(1 for n, s in found.items() if s == "survived" and is_equivalent(notes.get(n)))
+    return {
+        "package": pkg.name,
+        "total": total,
+        **count,
+        "equivalent": eq,
+        "kill_rate": count["killed"] / total if total else None,
+        "kill_rate_checked": count["killed"] / checked if checked else None,
+        "kill_rate_non_equivalent": count["killed"] / (total - eq) if total - eq else None,
+    }
+
+
+def pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def table(rows: list[dict]) -> str:
+    cols = "package | mutants | killed | survived | equivalent | no tests | other | not checked"
+    rates = "killed/total | killed/non-equivalent | killed/checked"
+    lines = [f"| {cols} | {rates} |", "|" + "---|" * 11]
+    for r in rows:
+        counts = [
+            r[k] for k in ("total", "killed", "survived", "equivalent", "no tests", "other", "not checked")
+        ]
+        shares = [pct(r[k]) for k in ("kill_rate", "kill_rate_non_equivalent", "kill_rate_checked")]
+        lines.append("| " + " | ".join([r["package"], *map(str, counts), *shares]) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("packages", nargs="*", help=f"some of {', '.join(BY_NAME)} (default: all)")
+    ap.add_argument("--minutes", type=float, default=None, help="stop each package's run after this long")
+    ap.add_argument("--report-only", action="store_true", help="tabulate the results of earlier runs")
+    args = ap.parse_args()
+    unknown = set(args.packages) - set(BY_NAME)
+    if unknown:
+        ap.error(f"unknown package(s) {', '.join(sorted(unknown))}; known: {', '.join(BY_NAME)}")
+    run = [] if args.report_only else args.packages or list(BY_NAME)
+    for pkg in [BY_NAME[n] for n in run]:
+        work = prepare(pkg)
+        log = WORK / f"{pkg.name}.log"
+        print(
+            f"== mutmut run: {pkg.name} ({', '.join(pkg.source)}), log: {log.relative_to(ROOT)}", flush=True
+        )
+        t0 = time.time()
+        limit = args.minutes * 60 if args.minutes else None
+        recheck, rc = [], 0
+        if (work / "mutants").exists():  # tests may have changed since: check old survivors first
+            recheck = [n for n, s in verdicts(work).items() if s in ("survived", "no tests")]
+        if recheck:
+            print(f"   rechecking {len(recheck)} earlier survivors and untested mutants", flush=True)
+            rc = mutmut(work, "run", *recheck, timeout=limit, log=log)
+        left = limit - (time.time() - t0) if limit else None
+        if rc == 0 and (left is None or left > 0):
+            rc = mutmut(work, "run", "--max-children", str(os.cpu_count() or 2), timeout=left, log=log)
+        print(f"   {pkg.name}: {time.time() - t0:.0f}s, exit {rc}", flush=True)
+    # The table covers every package measured so far, whichever this invocation ran.
+    notes_by_mutant = judged()
+    rows, survivors, notes = [], [], []
+    for pkg in PACKAGES:
+        work = WORK / pkg.name
+        if not (work / "mutants").exists():
+            notes.append(f"{pkg.name}: not run")
+            continue
+        found = verdicts(work)
+        rows.append(row(pkg, found, notes_by_mutant))
+        survivors += [
+            f"`{n}`" + (f": {notes_by_mutant[n]}" if n in notes_by_mutant else "")
+            for n, s in sorted(found.items())
+            if s == "survived" and not is_equivalent(notes_by_mutant.get(n))
+        ]
+        if pkg.note:
+            notes.append(f"{pkg.name}: {pkg.note}")
+    text = table(rows)
+    print(text)
+    report = [
+        "# Mutation testing (mutmut 3), measured by `make mutation`",
+        "",
+        "Each package against only its fast tests (`-m '" + FAST + "'`); a timeout counts as killed.",
+        "Equivalent survivors and their reasons: scripts/mutation_equivalent.txt.",
+        "",
+        text,
+        "",
+        *(f"- {n}" for n in notes),
+        "",
+        f"## Survivors not judged equivalent ({len(survivors)}; reasons where judged)",
+        "",
+        *(f"- {n}" for n in survivors),
+        "",
+    ]
+    RESULTS.write_text("\n".join(report))
+    print(f"written: {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Store edge cases the two-version tests miss: the third version, and a dataset whose first write died."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import flows.store
+from flows.errors import InputError
+from flows.store import DatasetStore, Manifest, StepCount
+
+
+def test_third_version_is_numbered_three_and_read_as_latest(tmp_path):
+    """Two writes cannot tell "last + 1" from "first + 1" or "count": the third write can."""
+    store = DatasetStore(tmp_path)
+    made = [store.write("items", pl.DataFrame({"x": [v] * v})) for v in (1, 2, 3)]
+    assert [m.version for m in made] == [1, 2, 3]
+    assert [m.ref for m in made] == ["items@v1", "items@v2", "items@v3"]
+    assert store.versions("items") == [1, 2, 3]
+    assert store.latest("items") == 3
+    assert store.path("items").name == "v0003"
+    assert store.read("items")["x"].to_list() == [3, 3, 3]
+    assert store.manifest("items").version == 3 and store.manifest("items").rows == 3
+    for v in (1, 2, 3):  # every older version stays readable by number
+        assert store.read("items", v)["x"].to_list() == [v] * v
+        assert store.manifest("items", v).version == v
+
+
+def test_versions_sort_numerically_past_four_digits(tmp_path):
+    """Folder names are zero-padded to four digits; v10000 must still sort after v9999."""
+    store = DatasetStore(tmp_path)
+    store.write("items", pl.DataFrame({"x": [0]}))
+    (tmp_path / "datasets" / "items" / "v0001").rename(tmp_path / "datasets" / "items" / "v9999")
+    assert store.write("items", pl.DataFrame({"x": [1]})).version == 10000
+    assert store.versions("items") == [9999, 10000]
+    assert store.write("items", pl.DataFrame({"x": [2]})).version == 10001
+    assert store.read("items")["x"].to_list() == [2]
+
+
+def test_dataset_whose_first_write_was_killed_is_not_listed(tmp_path):
+    """SIGKILL inside the first write of a new dataset: its folder (with the half-built version) exists,
+    but the dataset has no complete version, so names() must not list it and reading it fails cleanly."""
+    store = DatasetStore(tmp_path)
+    store.write("done", pl.DataFrame({"x": [1]}))
+    marker = tmp_path / "writing"
+    script = textwrap.dedent(
+        f"""
+        import time, pathlib, polars as pl
+        from flows.store import DatasetStore, Manifest, StepCount
+        orig = pl.DataFrame.write_parquet
+        def slow(self, path, *a, **k):
+            orig(self, path, *a, **k)
+            pathlib.Path({str(marker)!r}).write_text("x")
+            time.sleep(60)  # killed here: data written, version not yet renamed into place
+        pl.DataFrame.write_parquet = slow
+        DatasetStore({str(tmp_path)!r}).write("partial", pl.DataFrame({{"x": [1, 2]}}))
+        """
+    )
+    # The child imports this checkout's flows (the one under test), wherever pytest runs from.
+    root = str(Path(flows.store.__file__).resolve().parents[1])
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env)
+    deadline = time.time() + 60
+    while not marker.exists():
+        assert time.time() < deadline and proc.poll() is None, "writer never reached the write"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    left = tmp_path / "datasets" / "partial"
+    assert left.is_dir() and any(left.iterdir()), "the killed write should leave its temporary folder"
+    fresh = DatasetStore(tmp_path)
+    assert fresh.names() == ["done"]
+    assert fresh.versions("partial") == [] and fresh.latest("partial") is None
+    with pytest.raises(InputError, match="does not exist"):
+        fresh.read("partial")
+    # Writing it again works and is its first version.
+    assert fresh.write("partial", pl.DataFrame({"x": [5]})).version == 1
+    assert fresh.names() == ["done", "partial"]
+
+
+def test_manifest_file_is_stable_text_and_round_trips(tmp_path):
+    """manifest.json is indented with sorted keys (diffable between versions); values JSON cannot hold
+    are written as text; steps, params and counts read back as written."""
+    store = DatasetStore(tmp_path)
+    before = time.time()
+    store.write(
+        "items",
+        pl.DataFrame({"x": [1, 2]}),
+        params={"source": Path("/data/in.jsonl"), "seed": 3},
+        steps=[StepCount("dedup", 3, 2, "dup"), StepCount("clean", 2, 2)],
+    )
+    raw = (store.path("items") / "manifest.json").read_text()
+    assert raw == json.dumps(json.loads(raw), indent=2, sort_keys=True)
+    m = store.manifest("items")
+    assert m.params == {"source": "/data/in.jsonl", "seed": 3}
+    assert m.steps == [StepCount("dedup", 3, 2, "dup"), StepCount("clean", 2, 2, "")]
+    assert m.quarantined == 0 and before <= m.created <= time.time()
+    # Defaults are empty containers, not null.
+    bare = store.write("bare", pl.DataFrame({"x": [1]}))
+    assert json.loads((store.path("bare") / "manifest.json").read_text())["params"] == {}
+    assert store.manifest("bare").params == {} and bare.parents == []
+
+
+def test_manifest_without_a_step_reason_reads_as_empty_reason():
+    """A step written without a reason (older manifests) reads back with an empty one."""
+    text = json.dumps(
+        {"name": "a", "version": 1, "rows": 2, "steps": [{"step": "clean", "rows_in": 3, "rows_out": 2}]}
+    )
+    assert Manifest.from_json(text).steps == [StepCount("clean", 3, 2, "")]
+
+
+def test_quarantine_is_per_version(tmp_path):
+    store = DatasetStore(tmp_path)
+    store.write("items", pl.DataFrame({"x": [1]}))
+    store.write("items", pl.DataFrame({"x": [2]}), quarantine=pl.DataFrame({"x": [9]}))
+    assert store.quarantine("items", 1) is None
+    assert store.quarantine("items")["x"].to_list() == [9]
+    assert store.manifest("items", 1).quarantined == 0 and store.manifest("items").quarantined == 1
+
+
+def test_default_root_is_m1_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("M1_HOME", str(tmp_path / "home"))
+    assert DatasetStore().root == tmp_path / "home"
+    DatasetStore().write("items", pl.DataFrame({"x": [1]}))
+    assert (tmp_path / "home" / "datasets" / "items" / "LATEST").read_text() == "1\n"
+    monkeypatch.delenv("M1_HOME")
+    monkeypatch.chdir(tmp_path)
+    assert DatasetStore().root == tmp_path / ".m1"
