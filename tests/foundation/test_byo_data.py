@@ -97,7 +97,13 @@ enabled = false
         [M1, "run", "-c", str(config)], capture_output=True, text=True, env=env, timeout=900
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "mine.jsonl: columns metadata.difficulty <- level, id <- uid (inferred)" in proc.stdout
+    (line,) = [ln for ln in proc.stdout.splitlines() if "mine.jsonl: columns " in ln]
+    assert set(line.split(": columns ", 1)[1].split(", ")) == {
+        "metadata.difficulty <- level",
+        "id <- uid (inferred)",
+        "prompt <- question (inferred)",
+        "reference <- solution (inferred)",
+    }
     store = DatasetStore(tmp_path / "home")
     curated = store.read("byo-curated")
     assert set(curated["source"]) == {"mine"}  # nothing from the bundled generator

@@ -163,7 +163,7 @@ try {
     for (const section of CONFIG_SECTIONS) {
       await page.getByText(new RegExp(`^${section}`)).first().waitFor();
     }
-    const nProblems = await page.getByLabel(/^N Problems/).inputValue();
+    const nProblems = await page.getByLabel(/^N Problems/).first().inputValue();
     if (nProblems !== '40') throw new Error(`form shows data.n_problems=${nProblems}, registered 40`);
     ok(`m1-run form shows the config sections ${CONFIG_SECTIONS.join(', ')} with the registered values`
       + ` (${await snap('run-form')})`);
