@@ -43,6 +43,10 @@ TINY = [
     "model.num_local_experts=2",
     "model.num_experts_per_tok=1",
     "swe.enabled=false",
+    "genrm.enabled=false",  # judge training: minutes, and tested on its own (tests/genrm/test_flow.py)
+    "logic.n_items=24",
+    "code.n_problems=8",
+    "code.tests_per_problem=3",
 ]
 RUN_NAME = "ui-check"  # ui_check.mjs types it into the run forms
 
@@ -173,4 +177,4 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
     # What the UI showed was made by the served flow runs, with the name typed into the forms.
     run_dir = m1_home / "runs" / RUN_NAME
     assert f"# m1 run report: {RUN_NAME}" in (run_dir / "report.md").read_text()
-    assert (run_dir / "train" / "math-short" / "final" / "config.json").exists(), logs
+    assert (run_dir / "train" / "reasoning" / "final" / "config.json").exists(), logs
