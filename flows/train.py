@@ -63,17 +63,21 @@ def build_missing_task_data(config: PipelineConfig, curriculum) -> list[str]:
     """The generated datasets (logic, code, SWE, general) this curriculum reads that the store lacks,
     built by their own flows as `m1 run` builds them, so that `m1 curate run` then `m1 train
     curriculum` works on a fresh store. Curated data is the user's and is never made up here."""
-    from flows.datasets import PRODUCERS, dataset_name, kind_of, producer
+    from flows.curriculum.mixture import require_dataset
+    from flows.datasets import PRODUCERS, kind_of, producer, resolve
     from flows.store import DatasetStore
 
-    store, built = DatasetStore(config.home), []
+    store, missing = DatasetStore(config.home), {}
     for entry in curriculum.datasets:
-        kind = kind_of(entry)
-        if kind in PRODUCERS and store.latest(name := dataset_name(config.name, kind)) is None:
-            get_run_logger().info("%s is not in the store yet: building it (%s)", name, PRODUCERS[kind])
-            producer(kind)(config)
-            built.append(name)
-    return built
+        name = resolve(entry, config.name)
+        if kind_of(entry) in PRODUCERS and store.latest(name) is None:
+            missing[name] = kind_of(entry)
+        else:  # the user's data (curated or a store name): fail before minutes of building the rest
+            require_dataset(store, curriculum, name)
+    for name, kind in missing.items():
+        get_run_logger().info("%s is not in the store yet: building it (%s)", name, PRODUCERS[kind])
+        producer(kind)(config)
+    return list(missing)
 
 
 @flow(name="sft-warm-start", flow_run_name="{config.name}-sft", log_prints=True)

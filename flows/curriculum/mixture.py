@@ -33,17 +33,21 @@ class CurriculumData:
     refs: list[str]  # name@version of every dataset read: part of every stage's fingerprint
 
 
+def require_dataset(store: DatasetStore, curriculum: Curriculum, name: str) -> None:
+    if store.latest(name) is None:
+        raise InputError(
+            f"dataset {name!r} does not exist in {store.datasets} (curriculum {curriculum.name} reads it; "
+            "`m1 run` builds every dataset, `m1 curate run` the curated one)"
+        )
+
+
 def load_data(
     store: DatasetStore, curriculum: Curriculum, run: str, heldout_fraction: float
 ) -> CurriculumData:
     """Every item of the curriculum's datasets (latest versions), split into train and held-out."""
     frames, refs = [], []
     for name in curriculum.dataset_names(run):
-        if store.latest(name) is None:
-            raise InputError(
-                f"dataset {name!r} does not exist in {store.datasets} (curriculum {curriculum.name} reads it; "
-                "`m1 run` builds every dataset, `m1 curate run` the curated one)"
-            )
+        require_dataset(store, curriculum, name)
         df = store.read(name)
         refs.append(store.manifest(name).ref)
         valid, bad = validate_items(df, where=f"dataset {name}")
