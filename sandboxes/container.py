@@ -308,7 +308,8 @@ def reap_orphans(client) -> int:
 
     boot = _boot_id()
     count = 0
-    for container in client.containers.list(all=True, filters={"label": OWNER_LABEL}):
+    # ignore_removed: a container that exits and is removed between the listing and its inspection
+    for container in client.containers.list(all=True, filters={"label": OWNER_LABEL}, ignore_removed=True):
         owner_boot, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
         if owner_boot == boot and pid.isdigit() and _alive(int(pid)):
             continue

@@ -70,7 +70,7 @@ def nothing_left_behind(leased_uids):
 
         mine = [
             c
-            for c in docker.client.containers.list(all=True, filters={"label": LABEL})
+            for c in docker.client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
             if int(c.labels[LABEL]) in leased_uids
         ]
         assert not mine, f"containers left behind: {mine}"

@@ -44,7 +44,9 @@ def repo_state(repo: Path) -> tuple[str, str, str]:
 def no_containers_left(client) -> bool:
     from sandboxes.container import _OWNER, OWNER_LABEL
 
-    return not client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={_OWNER}"})
+    return not client.containers.list(
+        all=True, filters={"label": f"{OWNER_LABEL}={_OWNER}"}, ignore_removed=True
+    )
 
 
 def test_fork_bomb_stops_at_a_limit_and_scores_zero(strict, swe_tasks, make_patch):

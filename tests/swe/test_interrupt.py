@@ -23,7 +23,7 @@ def _owner(pid: int) -> str:
 
 
 def _containers(client, pid: int) -> list:
-    return client.containers.list(all=True, filters={"label": _owner(pid)})
+    return client.containers.list(all=True, filters={"label": _owner(pid)}, ignore_removed=True)
 
 
 @pytest.fixture
