@@ -1,10 +1,4 @@
 import json
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 
 import polars as pl
 import pytest
@@ -45,31 +39,11 @@ def test_unknown_and_invalid_names(tmp_path):
         store.write("../escape", pl.DataFrame({"x": [1]}))
 
 
-def test_write_killed_midway_leaves_previous_version_intact(tmp_path):
+def test_write_killed_midway_leaves_previous_version_intact(tmp_path, kill_inside_write):
     """SIGKILL a writer while it is inside the version write: the store still reads the old version."""
     store = DatasetStore(tmp_path)
     store.write("items", pl.DataFrame({"x": [1, 2, 3]}))
-    marker = tmp_path / "writing"
-    script = textwrap.dedent(
-        f"""
-        import time, pathlib, polars as pl
-        from flows.store import DatasetStore
-        orig = pl.DataFrame.write_parquet
-        def slow(self, path, *a, **k):
-            orig(self, path, *a, **k)
-            pathlib.Path({str(marker)!r}).write_text("x")
-            time.sleep(60)  # killed here: data written, version not yet renamed into place
-        pl.DataFrame.write_parquet = slow
-        DatasetStore({str(tmp_path)!r}).write("items", pl.DataFrame({{"x": list(range(1000))}}))
-        """
-    )
-    proc = subprocess.Popen([sys.executable, "-c", script])
-    deadline = time.time() + 60
-    while not marker.exists():
-        assert time.time() < deadline and proc.poll() is None, "writer never reached the write"
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_inside_write(tmp_path, "items", list(range(1000)))
     fresh = DatasetStore(tmp_path)
     assert fresh.latest("items") == 1
     assert fresh.versions("items") == [1]

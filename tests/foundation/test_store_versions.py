@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-import flows.store
 from flows.errors import InputError
 from flows.store import DatasetStore, Manifest, StepCount
 
@@ -46,35 +40,12 @@ def test_versions_sort_numerically_past_four_digits(tmp_path):
     assert store.read("items")["x"].to_list() == [2]
 
 
-def test_dataset_whose_first_write_was_killed_is_not_listed(tmp_path):
+def test_dataset_whose_first_write_was_killed_is_not_listed(tmp_path, kill_inside_write):
     """SIGKILL inside the first write of a new dataset: its folder (with the half-built version) exists,
     but the dataset has no complete version, so names() must not list it and reading it fails cleanly."""
     store = DatasetStore(tmp_path)
     store.write("done", pl.DataFrame({"x": [1]}))
-    marker = tmp_path / "writing"
-    script = textwrap.dedent(
-        f"""
-        import time, pathlib, polars as pl
-        from flows.store import DatasetStore, Manifest, StepCount
-        orig = pl.DataFrame.write_parquet
-        def slow(self, path, *a, **k):
-            orig(self, path, *a, **k)
-            pathlib.Path({str(marker)!r}).write_text("x")
-            time.sleep(60)  # killed here: data written, version not yet renamed into place
-        pl.DataFrame.write_parquet = slow
-        DatasetStore({str(tmp_path)!r}).write("partial", pl.DataFrame({{"x": [1, 2]}}))
-        """
-    )
-    # The child imports this checkout's flows (the one under test), wherever pytest runs from.
-    root = str(Path(flows.store.__file__).resolve().parents[1])
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env)
-    deadline = time.time() + 60
-    while not marker.exists():
-        assert time.time() < deadline and proc.poll() is None, "writer never reached the write"
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_inside_write(tmp_path, "partial", [1, 2])
     left = tmp_path / "datasets" / "partial"
     assert left.is_dir() and any(left.iterdir()), "the killed write should leave its temporary folder"
     fresh = DatasetStore(tmp_path)
