@@ -19,7 +19,7 @@ from typing import Any
 from verifiers.base import Reward
 from verifiers.endpoint import EndpointError
 from verifiers.genrm.calls import ask
-from verifiers.genrm.options import JudgeOptions
+from verifiers.genrm.judge import EndpointJudge
 from verifiers.genrm.parse import parse_grade
 from verifiers.genrm.prompts import grade_prompt
 
@@ -28,37 +28,30 @@ def grade_reward(grade: float) -> float:
     return (grade - 1) / 4
 
 
-class GradeJudge:
+class GradeJudge(EndpointJudge):
     name = "genrm-grade"
     version = "1"
-
-    def __init__(self, **options: Any) -> None:
-        self.opts = JudgeOptions.resolve(**options)
-        self.opts.endpoint()  # a missing URL fails here, before any training step
 
     def verify(self, items: Sequence[Mapping[str, Any]]) -> list[Reward]:
         from verifiers.math import reference_answer
 
-        out: list[Reward | None] = [None] * len(items)
-        prompts, where, cuts = [], [], []
-        for i, item in enumerate(items):
-            response, reference = item.get("response"), item.get("reference")
-            if not isinstance(response, str):
-                out[i] = Reward.error("item has no text `response`")
-            elif reference is None or not str(reference).strip():
-                out[i] = Reward.error("item has no `reference` (the five-grade judge needs one)")
-            else:
-                text, cut = grade_prompt(
-                    str(item.get("prompt", "")), reference_answer(str(reference)), response, self.opts.budget
-                )
-                prompts.append(text)
-                where.append(i)
-                cuts.append(cut)
+        out, where = self.judgeable(items, "item has no `reference` (the five-grade judge needs one)")
+        prompts, cuts = [], []
+        for i in where:
+            item = items[i]
+            text, cut = grade_prompt(
+                str(item.get("prompt", "")),
+                reference_answer(str(item["reference"])),
+                item["response"],
+                self.opts.budget,
+            )
+            prompts.append(text)
+            cuts.append(cut)
         if prompts:
             try:
                 judged = ask(self.opts, prompts, parse_grade)
             except EndpointError as exc:
-                return [r or Reward.error(f"judge endpoint failed: {exc}") for r in out]
+                return self.endpoint_failed(out, exc)
             for i, j, cut in zip(where, judged, cuts, strict=True):
                 details: dict[str, Any] = {
                     "judge": self.opts.model,

@@ -25,6 +25,7 @@ from typing import Any
 from verifiers.base import ItemError, Reward, item_field
 from verifiers.endpoint import EndpointError
 from verifiers.genrm.calls import Judged, ask
+from verifiers.genrm.judge import EndpointJudge
 from verifiers.genrm.options import JudgeOptions
 from verifiers.genrm.parse import parse_verdict
 from verifiers.genrm.prompts import pair_prompt
@@ -93,31 +94,20 @@ def compare(opts: JudgeOptions, triples: Sequence[tuple[str, str, str]]) -> list
     return out
 
 
-class PairJudge:
+class PairJudge(EndpointJudge):
     name = "genrm-pair"
     version = "1"
 
-    def __init__(self, **options: Any) -> None:
-        self.opts = JudgeOptions.resolve(**options)
-        self.opts.endpoint()  # a missing URL fails here, before any training step
-
     def verify(self, items: Sequence[Mapping[str, Any]]) -> list[Reward]:
-        out: list[Reward | None] = [None] * len(items)
-        triples, where = [], []
-        for i, item in enumerate(items):
-            response, reference = item.get("response"), item.get("reference")
-            if not isinstance(response, str):
-                out[i] = Reward.error("item has no text `response`")
-            elif reference is None or not str(reference).strip():
-                out[i] = Reward.error("item has no `reference` to compare with")
-            else:
-                triples.append((str(item.get("prompt", "")), response, str(reference)))
-                where.append(i)
+        out, where = self.judgeable(items, "item has no `reference` to compare with")
+        triples = [
+            (str(items[i].get("prompt", "")), items[i]["response"], str(items[i]["reference"])) for i in where
+        ]
         if triples:
             try:
                 compared = compare(self.opts, triples)
             except EndpointError as exc:
-                return [r or Reward.error(f"judge endpoint failed: {exc}") for r in out]
+                return self.endpoint_failed(out, exc)
             for i, c in zip(where, compared, strict=True):
                 out[i] = self._reward(items[i], c)
         return [r for r in out if r is not None]
