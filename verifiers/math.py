@@ -26,8 +26,8 @@ change a verdict (`m1 bench verify` checks that on every item):
   ``\dfrac``), plain integers, decimals and integer fractions, and (`verifiers.math_fast`) radicals,
   percentages, answers with units, and sets and intervals of integers;
 - a cache of verdicts per (reference, answer) pair, and of parsed references inside each worker;
-- a process pool for the rest (math-verify is pure Python and CPU-bound; threads would not help, and its
-  signal-based timeouts only work in a process's main thread).
+- a process pool for the rest (math-verify is pure Python and CPU-bound; threads would not help, and
+  timeouts, which are signals (`verifiers.deadline`), only work in a process's main thread).
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ from typing import Any
 
 from cachetools import LRUCache
 from math_verify import parse, verify
+from math_verify.errors import TimeoutException
 
 from verifiers.base import Reward
+from verifiers.deadline import deadline
 from verifiers.format import extract_answer, format_ok, last_boxed, normalize_unicode, think_ok
 from verifiers.math_fast import structured_verdict
 
@@ -159,42 +161,39 @@ def fast_verdict(gold: str, answer: str) -> bool | None:
     return None
 
 
-class _TimeoutLog(logging.Handler):
-    """math-verify reports its own timeouts only as log warnings; catch them so a timed-out item
-    carries an error detail instead of looking like a plain wrong answer."""
+class _DropTimeoutDisabled(logging.Filter):
+    """math-verify warns once that its own timeouts are off; `deadline` bounds the work instead."""
 
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.seen = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.getMessage().startswith("Timeout"):
-            self.seen = True
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Timeout is disabled")
 
 
-_timeouts = _TimeoutLog()
-logging.getLogger("math_verify").addHandler(_timeouts)
+for _name in ("math_verify.parser", "math_verify.grader"):
+    logging.getLogger(_name).addFilter(_DropTimeoutDisabled())
 
 
 @lru_cache(maxsize=4096)
-def _parse_reference(gold: str, timeout_s: int) -> list:
+def _parse_reference(gold: str) -> list:
     # Each of a prompt's G responses is compared with the same reference: parse it once per worker.
-    return parse(wrap(gold), parsing_timeout=timeout_s)
+    return parse(wrap(gold), parsing_timeout=None)
 
 
 def slow_verdict(pair: tuple[str, str], timeout_s: int = 5) -> Verdict:
-    """math-verify on one pair, with the reference parse cached; runs in pool workers."""
+    """math-verify on one pair within ``timeout_s`` in all (`verifiers.deadline`: math-verify's own
+    single alarm can be lost, which leaves a pathological answer unbounded), the reference parse
+    cached; runs in the main thread, here or in pool workers."""
     gold, answer = pair
-    _timeouts.seen = False
     try:
-        equal = verify(
-            _parse_reference(gold, timeout_s),
-            parse(wrap(answer), parsing_timeout=timeout_s),
-            timeout_seconds=timeout_s,
-        )
+        with deadline(timeout_s) as expiry:
+            equal = verify(
+                _parse_reference(gold), parse(wrap(answer), parsing_timeout=None), timeout_seconds=None
+            )
+    except TimeoutException:
+        return False, f"math-verify timed out (>{timeout_s}s)"
     except Exception as exc:  # noqa: BLE001 - math-verify itself returns False here; keep the reason
         return False, f"math-verify failed: {type(exc).__name__}: {exc}"
-    return equal, (f"math-verify timed out (>{timeout_s}s)" if _timeouts.seen else None)
+    # math-verify catches a timeout inside parse and verify and answers False
+    return (False, f"math-verify timed out (>{timeout_s}s)") if expiry.fired else (equal, None)
 
 
 def _slow_chunk(pairs: list[tuple[str, str]], timeout_s: int) -> list[Verdict]:
@@ -206,7 +205,7 @@ class MathVerifier:
     not (see the module docstring for the rules against gaming).
 
     Items need ``response`` and ``reference`` (a bare answer or a solution with ``\\boxed{}``).
-    ``timeout_s`` bounds each math-verify parse and comparison; ``workers`` > 0 verifies in a process
+    ``timeout_s`` bounds math-verify's work on each (reference, answer) pair; ``workers`` > 0 verifies in a process
     pool of that size (0: in this process). ``last_line_fallback`` also reads an unmarked final line
     (for evaluating models that do not box, never for RL rewards); an answer longer than
     ``max_answer_chars`` is wrong without being parsed.

@@ -1,0 +1,49 @@
+"""A wall-clock deadline for pure-Python work in the main thread that a swallowed interrupt cannot defeat.
+
+math-verify bounds its work with one ``signal.alarm``: the handler raises once, wherever the interpreter
+is. When that is inside a garbage-collector callback (a weakref's, a ``__del__``), Python prints
+"Exception ignored" and the work goes on with no bound left: an answer such as ``9^{9^{9}}`` then runs
+for as long as SymPy likes (a test process with a large heap, whose collections take seconds, hit this
+often enough to spend 27 minutes in one fuzz test). `deadline` raises again every ``retry_s`` after the
+first expiry until the block is left, so one swallowed exception costs ``retry_s``, not the rest of the
+computation.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from math_verify.errors import TimeoutException  # a BaseException: `except Exception` in SymPy lets it by
+
+
+@dataclass
+class Expiry:
+    fired: bool = False  # the deadline passed while the block ran (even if its exception was swallowed)
+
+
+@contextmanager
+def deadline(seconds: float, retry_s: float = 0.05) -> Iterator[Expiry]:
+    """Raise `TimeoutException` in the block after ``seconds``, and again every ``retry_s`` until it
+    ends. Main thread only (signals are delivered there); the previous SIGALRM handler is restored."""
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("deadline() uses SIGALRM and works only in the main thread; run in a process pool")
+    expiry = Expiry()
+    armed = True
+
+    def expire(signum: int, frame: object) -> None:
+        if armed:
+            expiry.fired = True
+            raise TimeoutException(f"deadline of {seconds}s passed")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, retry_s)
+    try:
+        yield expiry
+    finally:
+        armed = False  # a signal already pending when the block ends must not raise out of here
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
