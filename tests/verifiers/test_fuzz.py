@@ -21,6 +21,9 @@ from verifiers.constraints import ConstraintVerifier
 from verifiers.math import MathVerifier
 
 MB = 1 << 20
+# Each fuzz test takes 2-15 s here; a bound far above that catches a hang (regex backtracking, a lost
+# timeout) without turning a loaded CI machine into a failure: speed itself is `m1 bench`'s business.
+HANG_S = 180
 _FRAGMENTS = [
     "\\boxed{",
     "\\fbox",
@@ -155,7 +158,7 @@ def test_math_never_crashes_and_junk_never_scores():
     check(verifier.verify(items), len(items))
     items = [{"reference": "42", "response": r} for r in huge(rng)]  # every kind
     assert all(r < 1 for r in check(verifier.verify(items), len(items)))
-    assert time.perf_counter() - start < 30
+    assert time.perf_counter() - start < HANG_S
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +203,7 @@ def test_code_never_crashes_and_junk_never_scores(code_verifier):
     rewards = check(code_verifier.verify(items), len(items))
     assert rewards[0] == 1.0
     assert all(r < 1 for r in rewards[1:])
-    assert time.perf_counter() - start < 30
+    assert time.perf_counter() - start < HANG_S
 
 
 CONSTRAINTS = [
@@ -266,4 +269,4 @@ def test_constraints_never_crash_and_junk_never_scores():
     ]
     items = [{"response": GOLD_TEXT, "constraints": spec} for spec in bad_specs]
     assert all(r < 1 for r in check(verifier.verify(items), len(items)))
-    assert time.perf_counter() - start < 30
+    assert time.perf_counter() - start < HANG_S
