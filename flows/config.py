@@ -416,6 +416,12 @@ class GenRMConfig(Section):
         ),
         description="the judge's size (a softmax layer every 2: judging is mostly exact lookups)",
     )
+    judge_max_tokens: int = Field(
+        16,
+        ge=1,
+        description="tokens the run's own judge may write per judgment: it answers `Grade: N` or "
+        "`Verdict: [[X]]` then EOS (a judge at M1_GENRM_URL that reasons takes M1_GENRM_MAX_TOKENS)",
+    )
     k: int = Field(1, ge=1, description="judge samples averaged per five-grade judgment")
     constraint_weight: float = Field(0.5, ge=0, description="pairwise judge: weight of the constraint rules")
     port: int = Field(0, ge=0, le=65535, description="loopback port of the judge server; 0: a free one")

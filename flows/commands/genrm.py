@@ -90,6 +90,10 @@ def eval_cmd(
     k: Annotated[int, typer.Option(min=1, help="Judge samples per grade, averaged.")] = 1,
     pairwise: Annotated[bool, typer.Option(help="Also score the blind pairwise judge.")] = True,
     plot: Annotated[Path | None, typer.Option(help="PNG output (default: beside the labels).")] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Tokens per judgment (default: $M1_GENRM_MAX_TOKENS, else 512)."),
+    ] = None,
     seed: int = 0,
 ) -> None:
     """Judge accuracy and Spearman vs labels, grade confusion, Best-of-N vs pass@N and random, for N 1-8."""
@@ -103,7 +107,14 @@ def eval_cmd(
         )
     with console.status(f"judging {len(rows)} responses at {endpoint} ..."):
         result = evaluate_judge(
-            endpoint, rows, model=model, k=k, pairwise=pairwise, seed=seed, rejected=len(bad)
+            endpoint,
+            rows,
+            model=model,
+            k=k,
+            pairwise=pairwise,
+            seed=seed,
+            rejected=len(bad),
+            max_tokens=max_tokens,
         )
     print_eval(result, f"judge {model} at {endpoint}: {len(rows)} labelled responses")
     png = plot_eval(result, plot or labels.with_suffix(".eval.png"))

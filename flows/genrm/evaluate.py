@@ -170,12 +170,14 @@ def evaluate_judge(
     draws: int = 20,
     seed: int = 0,
     rejected: int = 0,
+    max_tokens: int | None = None,
 ) -> JudgeEval:
-    """Grade every labelled response with `genrm-grade` at ``url`` and compute the report."""
+    """Grade every labelled response with `genrm-grade` at ``url`` and compute the report.
+    ``max_tokens`` per judgment: None takes ``M1_GENRM_MAX_TOKENS`` or the judges' default."""
     from flows.curriculum.length_bias import spearman
     from verifiers.genrm.grade import GradeJudge
 
-    judge = GradeJudge(url=url, model=model, k=k)
+    judge = GradeJudge(url=url, model=model, k=k, max_tokens=max_tokens)
     items = [{"prompt": r["question"], "reference": r["reference"], "response": r["response"]} for r in rows]
     rewards = judge.verify(items)
     if rewards and all("judge endpoint failed" in r.details.get("error", "") for r in rewards):
@@ -206,11 +208,13 @@ def evaluate_judge(
         per_domain={d: float(np.mean(h)) for d, h in by_domain.items()},
     )
     if pairwise:
-        result.pairwise = _pairwise(url, model, rows)
+        result.pairwise = _pairwise(url, model, rows, max_tokens)
     return result
 
 
-def _pairwise(url: str, model: str, rows: Sequence[dict[str, Any]]) -> dict[str, float] | None:
+def _pairwise(
+    url: str, model: str, rows: Sequence[dict[str, Any]], max_tokens: int | None = None
+) -> dict[str, float] | None:
     """Each response against its prompt's reference response (perturbation "reference"), blind."""
     from verifiers.genrm.options import JudgeOptions
     from verifiers.genrm.pair import compare
@@ -231,7 +235,7 @@ def _pairwise(url: str, model: str, rows: Sequence[dict[str, Any]]) -> dict[str,
         truth.append(int(np.sign(r["grade"] - ref["grade"])))
     if not triples:
         return None
-    compared = compare(JudgeOptions.resolve(url=url, model=model), triples)
+    compared = compare(JudgeOptions.resolve(url=url, model=model, max_tokens=max_tokens), triples)
     signs = [None if c.score is None else int(np.sign(c.score)) for c in compared]
     consistent = [c.consistent for c in compared if c.consistent is not None]
     return {

@@ -103,5 +103,6 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
             f"verifier(s) {', '.join(judged)} need a judge: this run has none at {folder} (`m1 run` with "
             "genrm.enabled trains it, or `m1 genrm train-judge`), and M1_GENRM_URL is not set"
         )
+    own = {"model": MODEL_NAME, "max_tokens": config.genrm.judge_max_tokens}
     with served_judge(folder, port=config.genrm.port, export_env=False) as url:
-        yield {name: options | {"url": url, "model": MODEL_NAME} for name in judged}
+        yield {name: options | own | {"url": url} for name in judged}

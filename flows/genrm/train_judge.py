@@ -172,7 +172,9 @@ def train_judge(
     model.eval()
     rows = [x.as_row() for x in test]
     with background(create_app(model, tokenizer, ServerSettings(model_name="judge"))) as url:
-        result = evaluate_judge(f"{url}/v1", rows, model="judge", k=cfg.k, seed=cfg.seed)
+        result = evaluate_judge(
+            f"{url}/v1", rows, model="judge", k=cfg.k, seed=cfg.seed, max_tokens=cfg.judge_max_tokens
+        )
     summary = {
         "inputs_hash": inputs_hash,
         "train_examples": len(train_examples),

@@ -106,3 +106,25 @@ def test_served_judge_serves_a_checkpoint_and_points_the_verifiers_at_it(tiny_ch
     assert "M1_GENRM_URL" not in os.environ
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"{url}/models", timeout=2)
+
+
+def test_the_runs_own_judge_is_asked_for_a_short_answer_a_users_judge_is_not(
+    tiny_checkpoint, tmp_path, monkeypatch
+):
+    import shutil
+
+    from flows.genrm.flow import judge_dir
+    from flows.genrm.serve import judge_for
+
+    monkeypatch.delenv("M1_GENRM_URL", raising=False)
+    config = PipelineConfig(name="own", home=str(tmp_path / "home"))
+    shutil.copytree(tiny_checkpoint, judge_dir(config))
+    with judge_for(config, ["genrm", "math"]) as options:
+        assert set(options) == {"genrm"}
+        assert options["genrm"]["max_tokens"] == config.genrm.judge_max_tokens == 16
+        assert options["genrm"]["model"] == "judge" and options["genrm"]["url"].startswith(
+            "http://127.0.0.1:"
+        )
+    monkeypatch.setenv("M1_GENRM_URL", "http://judge.example/v1")  # a reasoning judge keeps its own budget
+    with judge_for(config, ["genrm-grade"]) as options:
+        assert "max_tokens" not in options["genrm-grade"] and "url" not in options["genrm-grade"]
