@@ -51,7 +51,9 @@ def test_general_tasks_trains_a_judge_that_beats_the_baseline_and_serves_it(tmp_
     from flows.genrm.serve import served_judge
     from verifiers.base import default_registry
 
-    config = PipelineConfig(name="gr", home=str(tmp_path / "home"))
+    # 180 SFT steps, not the default 300: the held-out accuracy is the same here (0.565 vs 0.567 against a
+    # baseline of 0.356) in 60% of the time; 120 steps reach only 0.494
+    config = PipelineConfig(name="gr", home=str(tmp_path / "home"), genrm={"judge_steps": 180})
     first = general_tasks(config)
     assert first["trained"] is True
     rows = {r["metric"]: r for r in first["eval"]}
