@@ -82,6 +82,7 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
     """Run the whole DAG on one machine; returns the run report as a dict."""
     from flows.curate.flow import curate_flow, pass_rate_flow
     from flows.evaluate import evaluate
+    from flows.genrm.serve import run_judge
     from flows.train import train_curriculum, warm_start
 
     logger = get_run_logger()
@@ -121,10 +122,11 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
     else:
         report.notes.append("pass-rate filtering: off (curate.pass_rate.enabled = false)")
 
-    report.before = evaluate(config, base["base"], "before")["rates"]
-    report.stages = train_curriculum(config)
-    final = report.stages[-1]["final"] if report.stages else base["base"]
-    after = evaluate(config, final, "after")
+    with run_judge(config):  # one judge server for both evaluations and every stage
+        report.before = evaluate(config, base["base"], "before")["rates"]
+        report.stages = train_curriculum(config)
+        final = report.stages[-1]["final"] if report.stages else base["base"]
+        after = evaluate(config, final, "after")
     report.after = after["rates"]
     report.add_table(
         "SWE repair rollouts",

@@ -47,9 +47,11 @@ def served_judge(
     port: int = 0,
     threads: int = 1,
     export_env: bool = True,
+    max_tokens: int | None = None,
     startup_timeout_s: float = 180.0,
 ) -> Iterator[str]:
-    """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it."""
+    """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it;
+    ``max_tokens`` is exported with the URL (``M1_GENRM_MAX_TOKENS``) when given."""
     from m1model.serving import free_port
 
     if not (Path(checkpoint) / "config.json").is_file():
@@ -59,13 +61,16 @@ def served_judge(
     cmd = [sys.executable, "-c", "from flows.cli import main; main()", "serve", "model"]
     cmd += ["--checkpoint", str(checkpoint), "--port", str(port), "--model-name", MODEL_NAME]
     cmd += ["--threads", str(threads), "--log-level", "warning"]
-    saved = {k: os.environ.get(k) for k in ("M1_GENRM_URL", "M1_GENRM_MODEL")}
+    exported = {"M1_GENRM_URL": f"{base}/v1", "M1_GENRM_MODEL": MODEL_NAME}
+    if max_tokens is not None:
+        exported["M1_GENRM_MAX_TOKENS"] = str(max_tokens)
+    saved = {k: os.environ.get(k) for k in exported}
     with tempfile.NamedTemporaryFile("w+", prefix="m1-judge-", suffix=".log") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         try:
             _wait_healthy(proc, base, startup_timeout_s, Path(log.name))
             if export_env:
-                os.environ["M1_GENRM_URL"], os.environ["M1_GENRM_MODEL"] = f"{base}/v1", MODEL_NAME
+                os.environ.update(exported)
             yield f"{base}/v1"
         finally:
             if export_env:
@@ -106,3 +111,18 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
     own = {"model": MODEL_NAME, "max_tokens": config.genrm.judge_max_tokens}
     with served_judge(folder, port=config.genrm.port, export_env=False) as url:
         yield {name: options | own | {"url": url} for name in judged}
+
+
+@contextmanager
+def run_judge(config) -> Iterator[None]:
+    """The run's own judge served once, for everything inside (`m1 run`: the evaluations and every stage),
+    instead of a server started by each stage and evaluation (seconds each); `judge_for` finds it through
+    the environment. Nothing happens when genrm is off, the run has no judge, or ``M1_GENRM_URL`` is set."""
+    from flows.genrm.flow import judge_dir
+
+    folder = judge_dir(config)
+    if not config.genrm.enabled or os.environ.get("M1_GENRM_URL") or not (folder / "config.json").is_file():
+        yield
+        return
+    with served_judge(folder, port=config.genrm.port, max_tokens=config.genrm.judge_max_tokens):
+        yield

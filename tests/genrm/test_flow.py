@@ -130,3 +130,28 @@ def test_the_runs_own_judge_is_asked_for_a_short_answer_a_users_judge_is_not(
     monkeypatch.setenv("M1_GENRM_URL", "http://judge.example/v1")  # a reasoning judge keeps its own budget
     with judge_for(config, ["genrm-grade"]) as options:
         assert "max_tokens" not in options["genrm-grade"] and "url" not in options["genrm-grade"]
+
+
+def test_run_judge_serves_the_runs_judge_once_for_everything_inside(tiny_checkpoint, tmp_path, monkeypatch):
+    import os
+    import shutil
+
+    from flows.genrm.flow import judge_dir
+    from flows.genrm.serve import judge_for, run_judge
+
+    monkeypatch.delenv("M1_GENRM_URL", raising=False)
+    config = PipelineConfig(name="once", home=str(tmp_path / "home"))
+    with run_judge(config):  # no judge trained yet: nothing to serve
+        assert "M1_GENRM_URL" not in os.environ
+    shutil.copytree(tiny_checkpoint, judge_dir(config))
+    with run_judge(config):
+        url = os.environ["M1_GENRM_URL"]
+        assert os.environ["M1_GENRM_MAX_TOKENS"] == "16"
+        for _ in range(2):  # stages and evaluations inside use it instead of starting their own
+            with judge_for(config, ["genrm"]) as options:
+                assert "url" not in options["genrm"]
+        from verifiers.genrm.options import JudgeOptions
+
+        opts = JudgeOptions.resolve()
+        assert (opts.url, opts.model, opts.max_tokens) == (url, "judge", 16)
+    assert "M1_GENRM_URL" not in os.environ and "M1_GENRM_MAX_TOKENS" not in os.environ
