@@ -373,6 +373,7 @@ class M1ForCausalLM(nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         return_entropy: bool = False,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """[B, T-1] float32 log pi(input_ids[:, t+1] | input_ids[:, :t+1]); differentiable.
 
@@ -381,11 +382,24 @@ class M1ForCausalLM(nn.Module):
         unfixed head, kept for the precision probe). Positions whose target token is padding are 0.
         return_entropy: also the [B, T-1] entropy of each next-token distribution (same pass, no extra
         forward), for watching entropy collapse in RL.
+        positions: a [B, T-1] bool mask of the positions to score, the rest are 0: the LM head then runs
+        only there (SFT scores a judge's six answer tokens after a prompt of hundreds).
         """
         h = self.model(input_ids, attention_mask)[:, :-1]
         labels = input_ids[:, 1:]
         if attention_mask is not None:
             labels = labels.masked_fill(~attention_mask[:, 1:].bool(), kernels.IGNORE_INDEX)
+        if positions is None:
+            return self._head_logprobs(h, labels, return_entropy)
+        scored = self._head_logprobs(h[positions], labels[positions], return_entropy)
+        if not return_entropy:
+            return scored.new_zeros(positions.shape).masked_scatter(positions, scored)
+        return tuple(s.new_zeros(positions.shape).masked_scatter(positions, s) for s in scored)
+
+    def _head_logprobs(
+        self, h: torch.Tensor, labels: torch.Tensor, return_entropy: bool
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """The LM head's log-probabilities of ``labels`` (IGNORE_INDEX: 0) at hidden states ``h``."""
         if self.config.fp32_lm_head:
             return kernels.selective_log_softmax(
                 h, self.lm_head.weight, labels, return_entropy=return_entropy
@@ -396,9 +410,7 @@ class M1ForCausalLM(nn.Module):
             return logp
         dist = torch.log_softmax(logits.float(), dim=-1)
         entropy = -(dist.exp() * dist).sum(-1)
-        if attention_mask is not None:
-            entropy = entropy * attention_mask[:, 1:]
-        return logp, entropy
+        return logp, entropy * (labels != kernels.IGNORE_INDEX)
 
     @classmethod
     def from_pretrained(

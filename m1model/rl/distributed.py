@@ -180,8 +180,10 @@ class _TokenLogprobs(torch.nn.Module):
         super().__init__()
         self.policy = model
 
-    def forward(self, input_ids, attention_mask=None, return_entropy: bool = False):
-        return self.policy.token_logprobs(input_ids, attention_mask, return_entropy=return_entropy)
+    def forward(self, input_ids, attention_mask=None, return_entropy: bool = False, positions=None):
+        return self.policy.token_logprobs(
+            input_ids, attention_mask, return_entropy=return_entropy, positions=positions
+        )
 
 
 def _layers(model: torch.nn.Module) -> Iterable[torch.nn.Module]:

@@ -94,7 +94,7 @@ def sft_warm_start(
         idx = idx[dist.rank :: dist.world_size]
         ids, attn, target = (t.to(device) for t in sft_batch([examples[i] for i in idx], cfg.pad_token_id))
         (tokens,) = dist.sum(float(target.sum()))  # answer tokens of the global batch
-        logp = parallel.logprobs(ids, attn)
+        logp = parallel.logprobs(ids, attn, positions=target > 0)  # the head at answer tokens only
         loss = -(logp * target).sum() / max(tokens, 1.0)  # this rank's part of the global mean
         optimizer.zero_grad(set_to_none=True)
         (loss * dist.world_size).backward()  # DDP/FSDP average gradients over ranks

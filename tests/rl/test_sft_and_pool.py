@@ -28,6 +28,29 @@ def test_answer_nll_is_cross_entropy_on_answer_tokens(tiny_model):
     assert answer_nll(tiny_model, ids, attn, target).item() == pytest.approx(expected.item(), rel=1e-5)
 
 
+@pytest.mark.parametrize("fp32_head", [True, False])
+def test_scoring_only_the_answer_positions_equals_the_full_pass_there(new_tiny_model, fp32_head):
+    """SFT runs the LM head at the answer tokens alone: the same log-probs, entropies and gradients
+    there as the full pass, exact zeros elsewhere."""
+
+    ids, attn, target = sft_batch(EXAMPLES, pad_id=0)
+    positions = target > 0
+    grads = []
+    for only in (None, positions):
+        model = new_tiny_model(fp32_lm_head=fp32_head)
+        logp, entropy = model.token_logprobs(ids, attn, return_entropy=True, positions=only)
+        if only is not None:
+            assert logp[~positions].eq(0).all() and entropy[~positions].eq(0).all()
+        logp, entropy = logp * positions, entropy * positions
+        (logp.sum() + entropy.sum()).backward()
+        grads.append((logp.detach(), entropy.detach(), [p.grad.clone() for p in model.parameters()]))
+    (full_lp, full_ent, full_g), (lp, ent, g) = grads
+    torch.testing.assert_close(lp, full_lp, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ent, full_ent, rtol=1e-5, atol=1e-6)
+    for a, b in zip(g, full_g, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
 def test_sft_learns_the_answers(tiny_model):
     history = sft_warm_start(tiny_model, EXAMPLES, SFTConfig(steps=25, lr=1e-2, batch_size=2))
     assert all(h["finite"] == 1.0 for h in history)
