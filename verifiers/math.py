@@ -32,7 +32,6 @@ change a verdict (`m1 bench verify` checks that on every item):
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -159,17 +158,6 @@ def fast_verdict(gold: str, answer: str) -> bool | None:
     if max(abs(g), abs(a)) < 10**6 and abs(g - a) >= _SURELY_DIFFERENT:
         return False
     return None
-
-
-class _DropTimeoutDisabled(logging.Filter):
-    """math-verify warns once that its own timeouts are off; `deadline` bounds the work instead."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Timeout is disabled")
-
-
-for _name in ("math_verify.parser", "math_verify.grader"):
-    logging.getLogger(_name).addFilter(_DropTimeoutDisabled())
 
 
 @lru_cache(maxsize=4096)

@@ -8,9 +8,9 @@ is rejected before math-verify, which would read it as a product of symbols.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
+from contextlib import nullcontext
 from functools import lru_cache
 
 import polars as pl
@@ -107,15 +107,17 @@ def parses(answer: str) -> bool:
     if _PLAIN_NUMBER.fullmatch(answer.strip()):
         return True
     from math_verify import parse
+    from math_verify.errors import TimeoutException
 
-    # math-verify's timeout uses SIGALRM, which only the main thread may set; in worker threads the
-    # answers parsed here are short extracted strings, so it runs without one (and without its warning).
-    timeout = 5 if threading.current_thread() is threading.main_thread() else None
-    if timeout is None:
-        logging.getLogger("math_verify.parser").setLevel(logging.ERROR)
+    from verifiers.deadline import deadline
+
+    # The deadline is a signal, which only the main thread may set; in worker threads the answers parsed
+    # here are short extracted strings, so they run without one.
+    main = threading.current_thread() is threading.main_thread()
     try:
-        return bool(parse(f"${answer}$", parsing_timeout=timeout))
-    except Exception:  # noqa: BLE001 - a parser crash means "not parseable"
+        with deadline(5) if main else nullcontext():
+            return bool(parse(f"${answer}$", parsing_timeout=None))
+    except (Exception, TimeoutException):  # noqa: BLE001 - a parser crash or a timeout: "not parseable"
         return False
 
 
