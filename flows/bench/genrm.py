@@ -84,6 +84,7 @@ def bench_genrm(
     from rich.console import Console
     from rich.table import Table
 
+    from flows.bench.load import LoadMeter, print_start
     from flows.genrm.labels import labelled_set
     from flows.genrm.serve import MODEL_NAME, served_judge
     from flows.genrm.train_judge import chat_ids, grade_examples
@@ -92,6 +93,9 @@ def bench_genrm(
 
     levels = [int(c) for c in concurrency.split(",") if c.strip()]
     console = Console()
+    print_start(console)
+    meter = LoadMeter()
+    BASE = "engine, sequential (baseline)"
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="m1-bench-genrm-") as tmp:
         folder = checkpoint or _judge_checkpoint(Path(tmp) / "judge")
@@ -104,12 +108,13 @@ def bench_genrm(
             temperature=0.0, max_tokens=max_tokens, stop_token_ids=(tokenizer.eos_token_id,)
         )
         base_lat = []
-        t0 = time.perf_counter()
-        for m in messages:
-            t = time.perf_counter()
-            engine.generate([chat_ids(tokenizer, m)], params)
-            base_lat.append(time.perf_counter() - t)
-        base_s = time.perf_counter() - t0
+        with meter.side(BASE):
+            t0 = time.perf_counter()
+            for m in messages:
+                t = time.perf_counter()
+                engine.generate([chat_ids(tokenizer, m)], params)
+                base_lat.append(time.perf_counter() - t)
+            base_s = time.perf_counter() - t0
         base_rate = len(messages) / base_s
 
         bodies = [
@@ -121,12 +126,13 @@ def bench_genrm(
             }
             for m in messages
         ]
-        rows = [("engine, sequential (baseline)", "-", base_rate, 1.0, base_lat, "1.0")]
+        rows = [(BASE, "-", base_rate, 1.0, base_lat, "1.0")]
         with served_judge(folder, export_env=False) as url:
             asyncio.run(_drive(url, bodies[:4], 2))  # warm-up
             for c in levels:
                 before = httpx.get(url.removesuffix("/v1") + "/health").json()["batching"]
-                seconds, lat, failures = asyncio.run(_drive(url, bodies, c))
+                with meter.side(f"m1 serve model, {c} clients"):  # the server is a child: its CPU is ours
+                    seconds, lat, failures = asyncio.run(_drive(url, bodies, c))
                 after = httpx.get(url.removesuffix("/v1") + "/health").json()["batching"]
                 calls = after["engine_calls"] - before["engine_calls"]
                 batch = (after["sequences"] - before["sequences"]) / max(calls, 1)
@@ -151,9 +157,10 @@ def bench_genrm(
             mode,
             failed,
             f"{rate:.1f}",
-            f"{ratio:.2f}x",
+            meter.ratio(BASE, mode, ratio),
             f"{np.percentile(ms, 50):.0f}",
             f"{np.percentile(ms, 99):.0f}",
             batch,
         )
     console.print(table)
+    console.print(meter.summary(), highlight=False)

@@ -97,13 +97,13 @@ def others_cores(a: Snapshot, b: Snapshot) -> float:
     return max(0.0, ((b.busy - a.busy) - (b.ours - a.ours)) / wall)
 
 
-def describe_start() -> str:
+def describe_start(when: str = "at start") -> str:
     one, five, fifteen = os.getloadavg()
     a = snapshot()
     time.sleep(0.5)
     b = snapshot()
     return (
-        f"machine load at start: load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on "
+        f"machine load {when}: load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on "
         f"{os.cpu_count()} CPUs; other processes busy on {others_cores(a, b):.2f} cores (0.5 s sample)"
     )
 

@@ -90,6 +90,7 @@ def bench_swe(
     from rich.console import Console
     from rich.table import Table
 
+    from flows.bench.load import describe_start, print_start
     from flows.errors import InputError
     from flows.swe.repos import make_repos, profile
     from flows.swe.synthesize import SynthesisParams, synthesize_repo
@@ -99,6 +100,7 @@ def bench_swe(
     from verifiers.swe import SWEScorer, SWETask
 
     console = Console()
+    print_start(console)
     try:
         client = engine()
     except SandboxUnavailable as exc:
@@ -129,6 +131,10 @@ def bench_swe(
             raise RuntimeError(result.describe())
 
     rows_out = []
+    # The containers' processes are dockerd's children, not this process's, so the load meter would count
+    # their CPU as other processes' load: the two sides instead take turns per worker count, each task set
+    # docker then venv, with the load printed before measuring and after.
+    console.print(describe_start("before measuring"), highlight=False)
     with cleanup_on_signals(), console.status("measuring ..."):
         starts = {}
         for name, call in (("process", bare), ("container", contained)):
@@ -163,3 +169,4 @@ def bench_swe(
         f"({len(work[0].tests)} tests per task); 2 workers on {os.cpu_count()} cores",
         highlight=False,
     )
+    console.print(describe_start("after measuring"), highlight=False)

@@ -122,6 +122,7 @@ def bench_train_scale(
     from rich.console import Console
     from rich.table import Table
 
+    from flows.bench.load import LoadMeter, print_start
     from flows.config import TrainConfig
     from flows.errors import InputError
     from m1model.rl import distributed
@@ -141,12 +142,22 @@ def bench_train_scale(
         "threads_per_rank": threads or TrainConfig().torch_threads or cores,
     }
     console = Console()
+    print_start(console)
+    meter = LoadMeter()  # the torchrun ranks are children of this process: their CPU is ours, not others'
     where = f"{gpus} GPU(s), nccl" if gpus else f"CPU, {cores} cores, gloo"
     rows = {}
-    with console.status("1 process (the baseline)"):
+
+    def side(n: int) -> str:
+        return "1 process" if n == 1 else f"{n} processes"
+
+    with console.status("1 process (the baseline)"), meter.side(side(1)):
         torch.set_num_threads(settings["threads_per_rank"])
         rows[1] = _summary(workload(settings, distributed.SINGLE, "cuda:0" if gpus else "cpu"))
-    with console.status(f"{nproc} processes under torchrun"), tempfile.TemporaryDirectory() as tmp:
+    with (
+        console.status(f"{nproc} processes under torchrun"),
+        tempfile.TemporaryDirectory() as tmp,
+        meter.side(side(nproc)),
+    ):
         (Path(tmp) / "settings.json").write_text(json.dumps(settings))
         out = Path(tmp) / "history.json"
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
@@ -177,7 +188,7 @@ def bench_train_scale(
             str(n),
             f"{r['seconds']:.3f}",
             f"{r['tokens_per_s']:,.0f}",
-            f"{r['tokens_per_s'] / base:.2f}x",
+            meter.ratio(side(1), side(n), r["tokens_per_s"] / base),
             f"{r['rollout']:.3f}",
             f"{r['update']:.3f}",
             comm,
@@ -187,6 +198,7 @@ def bench_train_scale(
         f"{settings['threads_per_rank']} intra-op thread(s) per process. Communication is rank 0's time in "
         "collectives (DDP's all-reduces overlap the backward pass: the wait is at most that)."
     )
+    meter.report(console, side(1), side(nproc))
 
 
 if __name__ == "__main__":

@@ -19,5 +19,6 @@ def test_bench_train_scale_prints_both_runs_with_their_communication_share():
     rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 5}
     assert set(rows) == {"1", "2"}
     assert "1.00x" in rows["1"] and "gloo" in result.output
+    assert "machine load at start" in result.output and "other processes' load per side" in result.output
     share = re.search(r"\((\d+)%\)", rows["2"])  # rank 0's time in collectives, as a share of its step
     assert share is not None and 0 < int(share.group(1)) < 100

@@ -24,3 +24,7 @@ def test_bench_swe_prints_ratios_against_a_local_venv(engine_client):
         "tasks per minute, 2 worker(s)",
     ]
     assert all(row.rstrip(" │").endswith("x") for row in rows)
+    assert all(
+        f"machine load {when}" in result.output
+        for when in ("at start", "before measuring", "after measuring")
+    )
