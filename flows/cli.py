@@ -85,6 +85,9 @@ def _prefect_defaults() -> None:
 
 
 def main() -> None:
+    from m1model.allocator import keep_freed_memory
+
+    keep_freed_memory()  # before any tensor: training's temporaries stay in the heap (page faults otherwise)
     _prefect_defaults()
     try:
         app()

@@ -79,8 +79,10 @@ def workload(settings: dict[str, Any], ctx, device: str | None = None) -> list[d
 def _worker(settings_file: str, out: str) -> None:
     import torch
 
+    from m1model.allocator import keep_freed_memory
     from m1model.rl import distributed
 
+    keep_freed_memory()  # as the 1-process side, which runs in the `m1` process
     ctx = distributed.init_from_env()
     settings = json.loads(Path(settings_file).read_text())
     torch.set_num_threads(settings["threads_per_rank"])

@@ -37,6 +37,7 @@ from flows.bench import app
 from flows.bench.gemm_floor import gemm_floor, record_gemms
 from flows.bench.load import LoadMeter, print_start
 from flows.bench.model_shape import ShapeOption, ThreadsOption, parse_shape
+from flows.bench.step_breakdown import step_breakdown
 
 
 def interleaved_medians(
@@ -76,6 +77,7 @@ def bench_train_step(
 
     from flows.errors import InputError
     from m1model import M1Config, M1ForCausalLM
+    from m1model.allocator import tuned
     from m1model.config import hybrid_layer_types
 
     if threads:
@@ -138,6 +140,11 @@ def bench_train_step(
             meter.ratio(THEIRS, name, base / seconds),
         )
     console.print(table)
+    console.print(
+        f"glibc malloc keeps freed memory (m1model.allocator, as in every `m1` command): "
+        f"{'yes' if tuned() else 'no'}, for both implementations (one process)",
+        highlight=False,
+    )
 
     floor = statistics.median(floor_runs[1:] or floor_runs)  # the first call was the warm-up
     flops = sum(2.0 * m * k * n * c for (m, k, n), c in shapes.items())
@@ -155,4 +162,13 @@ def bench_train_step(
     )
     if reason := meter.refusal(FLOOR, OURS):
         console.print(f"[bold yellow]outside-floor share measured under different load:[/] {reason}")
+    with console.status("one more m1model step under torch's profiler"):
+        kinds = step_breakdown(ours_step)
+    profiled = sum(kinds.values())
+    where = Table(title=f"where m1model's step goes (self CPU time of one profiled step, {profiled:.3f} s)")
+    for col in ("operators", "seconds", "share"):
+        where.add_column(col, justify="left" if col == "operators" else "right")
+    for kind, seconds in kinds.items():
+        where.add_row(kind, f"{seconds:.3f}", f"{seconds / profiled:.0%}")
+    console.print(where)
     meter.report(console, THEIRS, OURS)

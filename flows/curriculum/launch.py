@@ -211,6 +211,9 @@ def _worker(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from m1model.allocator import keep_freed_memory
+
+    keep_freed_memory()  # each rank as the single-process `m1` (flows/cli.py)
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "agent":  # torchrun itself, bound to the life of the process that started it
         from torch.distributed.run import main as torchrun

@@ -177,7 +177,10 @@ def run_all(
     jobs = [(arm, seed) for seed in range(size.seeds) for arm in arms]
     results: list[RunResult] = []
     context = multiprocessing.get_context("spawn")  # no torch/OpenMP state inherited from this process
-    with ProcessPoolExecutor(max_workers=size.workers, mp_context=context) as pool:
+    from m1model.allocator import keep_freed_memory
+
+    pool = ProcessPoolExecutor(max_workers=size.workers, mp_context=context, initializer=keep_freed_memory)
+    with pool:
         futures = [pool.submit(run_arm, arm, seed, size, str(folder), train, heldout) for arm, seed in jobs]
         for future in as_completed(futures):
             result = future.result()

@@ -72,6 +72,14 @@ def test_train_step_bench_compares_with_transformers():
     text = " ".join(out.output.split())  # rich wraps the floor sentence
     assert "weight GEMMs" in text and "no fp32 implementation can be more than" in text
     assert "of its step outside the weight-GEMM floor" in text and "machine load at start" in text
+    shares = {
+        line.split("│")[1].strip(): float(line.split("│")[3].strip().rstrip("%"))
+        for line in out.output.splitlines()
+        if line.count("│") == 4 and line.rstrip(" │").endswith("%")
+    }
+    assert "weight GEMMs (mm, addmm)" in shares and "other" in shares and len(shares) == 6
+    assert shares["weight GEMMs (mm, addmm)"] > 0 and shares["lightning attention core (bmm, scan)"] > 0
+    assert 98 <= sum(shares.values()) <= 102  # rounded shares of one whole step
 
 
 def test_bad_shape_is_an_input_error():
