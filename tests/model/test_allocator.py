@@ -28,8 +28,17 @@ print(tuned, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
 
+def _clean_env() -> dict[str, str]:
+    """The test process's environment without malloc settings (another test may have left some)."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MALLOC_") and k not in ("M1_MALLOC_TUNING", "GLIBC_TUNABLES")
+    }
+
+
 def _churn(**env: str) -> tuple[str, int]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "M1_MALLOC_TUNING"}
+    clean = _clean_env()
     out = subprocess.run(
         [sys.executable, "-c", CHURN], env=clean | env, capture_output=True, text=True, check=True
     ).stdout.split()
@@ -57,5 +66,10 @@ def test_every_m1_command_tunes_the_heap_first():
         "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
         "print(allocator._done)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "True"
+    env = _clean_env()
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip().splitlines()[-1] == "True", {
+        k: v for k, v in env.items() if "MALLOC" in k or "GLIBC" in k
+    }
