@@ -225,17 +225,18 @@ def pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def table(rows: list[dict]) -> str:
-    cols = "package | mutants | killed | survived | equivalent | no tests | other | not checked"
-    rates = "killed/total | killed/non-equivalent | killed/checked"
-    lines = [f"| {cols} | {rates} |", "|" + "---|" * 11]
-    for r in rows:
-        counts = [
-            r[k] for k in ("total", "killed", "survived", "equivalent", "no tests", "other", "not checked")
-        ]
-        shares = [pct(r[k]) for k in ("kill_rate", "kill_rate_non_equivalent", "kill_rate_checked")]
-        lines.append("| " + " | ".join([r["package"], *map(str, counts), *shares]) + " |")
-    return "\n".join(lines)
+TABLE_HEAD = [
+    "| package | mutants | killed | survived | equivalent | no tests | other | not checked"
+    " | killed/total | killed/non-equivalent | killed/checked |",
+    "|" + "---|" * 11,
+]
+
+
+def table_row(r: dict) -> str:
+    """One package's markdown row of the kill-rate table."""
+    counts = [r[k] for k in ("total", "killed", "survived", "equivalent", "no tests", "other", "not checked")]
+    shares = [pct(r[k]) for k in ("kill_rate", "kill_rate_non_equivalent", "kill_rate_checked")]
+    return "| " + " | ".join([r["package"], *map(str, counts), *shares]) + " |"
 
 
 def module_of(pkg: Package) -> str:
@@ -287,14 +288,13 @@ def main() -> None:
         print(f"   {pkg.name}: {time.time() - t0:.0f}s, exit {rc}", flush=True)
     # The table covers every package measured so far, whichever this invocation ran.
     notes_by_mutant = judged()
-    rows, survivors, notes = [], [], []
+    rows, survivors, notes = [], [], []  # rows: markdown, this machine's or carried over
     earlier_rows, earlier_survivors = earlier_report()
-    rows_md = []
     for pkg in PACKAGES:
         work = WORK / pkg.name
         if not (work / "mutants").exists():
             if pkg.name in earlier_rows:  # measured on another machine: its row and survivors carry over
-                rows_md.append(earlier_rows[pkg.name])
+                rows.append(earlier_rows[pkg.name])
                 survivors += [line for line in earlier_survivors if line.startswith(f"`{module_of(pkg)}")]
                 notes.append(f"{pkg.name}: as in the previous report (its mutants/ is not on this machine)")
                 notes += [f"{pkg.name}: {pkg.note}"] if pkg.note else []
@@ -302,8 +302,7 @@ def main() -> None:
                 notes.append(f"{pkg.name}: not run")
             continue
         found = verdicts(work)
-        rows.append(row(pkg, found, notes_by_mutant))
-        rows_md.append(table([rows[-1]]).splitlines()[-1])
+        rows.append(table_row(row(pkg, found, notes_by_mutant)))
         survivors += [
             f"`{n}`" + (f": {notes_by_mutant[n]}" if n in notes_by_mutant else "")
             for n, s in sorted(found.items())
@@ -311,7 +310,7 @@ def main() -> None:
         ]
         if pkg.note:
             notes.append(f"{pkg.name}: {pkg.note}")
-    text = "\n".join(table([]).splitlines()[:2] + rows_md)
+    text = "\n".join(TABLE_HEAD + rows)
     print(text)
     report = [
         "# Mutation testing (mutmut 3), measured by `make mutation`",

@@ -95,7 +95,7 @@ def bench_genrm(
     console = Console()
     print_start(console)
     meter = LoadMeter()
-    BASE = "engine, sequential (baseline)"
+    baseline = "engine, sequential (baseline)"
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="m1-bench-genrm-") as tmp:
         folder = checkpoint or _judge_checkpoint(Path(tmp) / "judge")
@@ -108,7 +108,7 @@ def bench_genrm(
             temperature=0.0, max_tokens=max_tokens, stop_token_ids=(tokenizer.eos_token_id,)
         )
         base_lat = []
-        with meter.side(BASE):
+        with meter.side(baseline):
             t0 = time.perf_counter()
             for m in messages:
                 t = time.perf_counter()
@@ -126,7 +126,7 @@ def bench_genrm(
             }
             for m in messages
         ]
-        rows = [(BASE, "-", base_rate, 1.0, base_lat, "1.0")]
+        rows = [(baseline, "-", base_rate, 1.0, base_lat, "1.0")]
         with served_judge(folder, export_env=False) as url:
             asyncio.run(_drive(url, bodies[:4], 2))  # warm-up
             for c in levels:
@@ -157,7 +157,7 @@ def bench_genrm(
             mode,
             failed,
             f"{rate:.1f}",
-            meter.ratio(BASE, mode, ratio),
+            meter.ratio(baseline, mode, ratio),
             f"{np.percentile(ms, 50):.0f}",
             f"{np.percentile(ms, 99):.0f}",
             batch,

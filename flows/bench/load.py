@@ -112,6 +112,17 @@ def print_start(console) -> None:
     console.print(describe_start(), highlight=False)
 
 
+def print_allocator(console, sides: str) -> None:
+    """Say whether glibc keeps freed memory here (m1model.allocator), for benches whose sides share a process."""
+    from m1model.allocator import tuned
+
+    console.print(
+        f"glibc malloc keeps freed memory (m1model.allocator, as in every `m1` command): "
+        f"{'yes' if tuned() else 'no'}, for {sides} (one process)",
+        highlight=False,
+    )
+
+
 @dataclass
 class LoadMeter:
     """Others' load (in busy cores) during each named side of a benchmark."""

@@ -226,9 +226,8 @@ def bench_rl(
     from rich.console import Console
     from rich.table import Table
 
-    from flows.bench.load import LoadMeter, print_start
+    from flows.bench.load import LoadMeter, print_allocator, print_start
     from flows.errors import InputError
-    from m1model.allocator import tuned
 
     if (prompts * group_size) % updates:
         raise InputError(f"--updates {updates} must divide P*G = {prompts * group_size} (equal minibatches)")
@@ -271,9 +270,5 @@ def bench_rl(
             meter.ratio("TRL GRPOTrainer", row["name"], base / row["total"]),
         )
     console.print(table)
-    console.print(
-        f"glibc malloc keeps freed memory (m1model.allocator, as in every `m1` command): "
-        f"{'yes' if tuned() else 'no'}, for both trainers (one process)",
-        highlight=False,
-    )
+    print_allocator(console, "both trainers")
     meter.report(console, "TRL GRPOTrainer", "m1model RLTrainer")

@@ -39,7 +39,7 @@ KINDS = {
         "aten::where",
         "aten::maximum",
         "aten::clamp",
-    ),  # fmt: skip
+    ),
     "copies and indexing (copy_, cat, gather, index_add, ...)": (
         "aten::copy_",
         "aten::cat",
@@ -53,7 +53,7 @@ KINDS = {
         "aten::fill_",
         "aten::zero_",
         "aten::embedding_dense_backward",
-    ),  # fmt: skip
+    ),
 }
 _KIND_OF = {op: kind for kind, ops in KINDS.items() for op in ops}
 

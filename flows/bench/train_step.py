@@ -35,7 +35,7 @@ import typer
 
 from flows.bench import app
 from flows.bench.gemm_floor import gemm_floor, record_gemms
-from flows.bench.load import LoadMeter, print_start
+from flows.bench.load import LoadMeter, print_allocator, print_start
 from flows.bench.model_shape import ShapeOption, ThreadsOption, parse_shape
 from flows.bench.step_breakdown import step_breakdown
 
@@ -77,7 +77,6 @@ def bench_train_step(
 
     from flows.errors import InputError
     from m1model import M1Config, M1ForCausalLM
-    from m1model.allocator import tuned
     from m1model.config import hybrid_layer_types
 
     if threads:
@@ -140,11 +139,7 @@ def bench_train_step(
             meter.ratio(THEIRS, name, base / seconds),
         )
     console.print(table)
-    console.print(
-        f"glibc malloc keeps freed memory (m1model.allocator, as in every `m1` command): "
-        f"{'yes' if tuned() else 'no'}, for both implementations (one process)",
-        highlight=False,
-    )
+    print_allocator(console, "both implementations")
 
     floor = statistics.median(floor_runs[1:] or floor_runs)  # the first call was the warm-up
     flops = sum(2.0 * m * k * n * c for (m, k, n), c in shapes.items())

@@ -24,6 +24,7 @@ from typing import Any
 from flows.curriculum import DEFAULT_VERIFIERS
 from flows.curriculum.prompts import answer_text, prompt_text
 from flows.experiments.arms import Arm, Size
+from m1model.allocator import keep_freed_memory
 
 Row = Mapping[str, Any]
 
@@ -177,10 +178,10 @@ def run_all(
     jobs = [(arm, seed) for seed in range(size.seeds) for arm in arms]
     results: list[RunResult] = []
     context = multiprocessing.get_context("spawn")  # no torch/OpenMP state inherited from this process
-    from m1model.allocator import keep_freed_memory
-
-    pool = ProcessPoolExecutor(max_workers=size.workers, mp_context=context, initializer=keep_freed_memory)
-    with pool:
+    # each worker keeps freed memory in its heap, as the `m1` process does
+    with ProcessPoolExecutor(
+        max_workers=size.workers, mp_context=context, initializer=keep_freed_memory
+    ) as pool:
         futures = [pool.submit(run_arm, arm, seed, size, str(folder), train, heldout) for arm, seed in jobs]
         for future in as_completed(futures):
             result = future.result()

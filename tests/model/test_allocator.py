@@ -64,7 +64,7 @@ def test_every_m1_command_tunes_the_heap_first():
         "from flows import cli\n"
         "from m1model import allocator\n"
         "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
-        "print(allocator._done)"
+        "print(allocator.tuned())"
     )
     env = _clean_env()
     out = subprocess.run(
