@@ -7,6 +7,11 @@ for as long as SymPy likes (CI's log showed one such swallowed timeout in a fuzz
 minutes). `deadline` raises again every ``retry_s`` after the first expiry until the block is left, so one
 swallowed exception costs ``retry_s``, not the rest of the computation.
 
+A swallowed raise goes to ``sys.unraisablehook``. While the block runs, `deadline` puts its own hook in
+front: its own timeouts are expected and dropped quietly, anything else goes to the previous hook with
+the alarm held off. Otherwise a re-fire could land inside that hook (pytest's, say, which then fails the
+test with "Failed to process unraisable exception", as one CI run did).
+
 Callers switch math-verify's own alarm off (``parsing_timeout=None``, ``timeout_seconds=None``: it would
 cancel this one); its one-time warning that timeouts are then off is dropped here.
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,13 +51,27 @@ def deadline(seconds: float, retry_s: float = 0.05) -> Iterator[Expiry]:
         raise RuntimeError("deadline() uses SIGALRM and works only in the main thread; run in a process pool")
     expiry = Expiry()
     armed = True
+    held = False  # inside another hook: the next re-fire raises instead
 
     def expire(signum: int, frame: object) -> None:
-        if armed:
+        if armed and not held:
             expiry.fired = True
             raise TimeoutException(f"deadline of {seconds}s passed")
 
+    previous_hook = sys.unraisablehook
+
+    def unraisable(report: sys.UnraisableHookArgs) -> None:
+        nonlocal held
+        if isinstance(report.exc_value, TimeoutException):
+            return  # ours, swallowed where it landed; the next re-fire follows in retry_s
+        held = True
+        try:
+            previous_hook(report)
+        finally:
+            held = False
+
     previous = signal.signal(signal.SIGALRM, expire)
+    sys.unraisablehook = unraisable
     signal.setitimer(signal.ITIMER_REAL, seconds, retry_s)
     try:
         yield expiry
@@ -59,3 +79,4 @@ def deadline(seconds: float, retry_s: float = 0.05) -> Iterator[Expiry]:
         armed = False  # a signal already pending when the block ends must not raise out of here
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = previous_hook

@@ -59,3 +59,72 @@ def test_math_verify_on_a_tower_of_powers_ends_with_a_timeout_error():
     assert equal is False and error is not None and "timed out" in error
     assert time.perf_counter() - start < 10
     assert slow_verdict(("\\frac{1}{2}", "0.5"), timeout_s=2) == (True, None)
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_a_timeout_landing_in_a_weakref_callback_stays_out_of_the_outer_unraisable_hook(monkeypatch):
+    """The CI failure: the alarm lands in a weakref callback, Python hands the exception to
+    sys.unraisablehook (pytest's), and the deadline ends the work on a later re-fire anyway."""
+    import sys
+    import weakref
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda report: seen.append(report.exc_type))
+    hook = sys.unraisablehook
+
+    class Thing:
+        pass
+
+    landed = []
+
+    def callback(_ref):
+        if landed:
+            return  # from now on the loop itself takes the re-fire
+        try:
+            _spin(0.05)  # most of the loop's time: the alarm lands here
+        except TimeoutException:
+            landed.append(True)
+            raise
+
+    refs = []
+    with pytest.raises(TimeoutException), deadline(0.1, retry_s=0.02):
+        while True:
+            thing = Thing()
+            refs.append(weakref.ref(thing, callback))
+            del thing  # the callback runs here, inside the interpreter's deallocation
+    assert landed, "the alarm never landed in a callback: the test proves nothing"
+    assert seen == [] and sys.unraisablehook is hook
+
+
+def test_a_re_fire_never_lands_inside_the_previous_unraisable_hook(monkeypatch):
+    import sys
+    import weakref
+
+    completed = []
+
+    def slow_hook(report):
+        if len(completed) < 5:
+            _spin(0.05)  # several re-fire intervals: a raise here would break this hook
+        completed.append(report.exc_type)
+
+    monkeypatch.setattr(sys, "unraisablehook", slow_hook)
+
+    class Thing:
+        pass
+
+    def failing(_ref):
+        raise ValueError("not ours")
+
+    refs = []
+    with pytest.raises(TimeoutException), deadline(0.1, retry_s=0.01):
+        while True:
+            thing = Thing()
+            refs.append(weakref.ref(thing, failing))
+            del thing
+    assert len(completed) >= 5 and set(completed) == {ValueError}
+    assert sys.unraisablehook is slow_hook
