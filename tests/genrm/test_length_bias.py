@@ -91,7 +91,7 @@ STEPS = 12
 ALARM_WITHIN = 10  # the stated bound: the biased judge's alarm fires by this step
 
 
-def _stage(url: str, cfg: LengthBiasConfig, tmp_path):
+def _stage(url: str, cfg: LengthBiasConfig, seed: int = 0, prompts_per_step: int = 4):
     from flows.curriculum.rewards import make_reward_fn
     from flows.genrm.general import general_items
     from flows.genrm.labels import rule_success
@@ -104,9 +104,9 @@ def _stage(url: str, cfg: LengthBiasConfig, tmp_path):
     corpus = general_items(400, seed=3).to_dicts()
     rows = corpus[:24]
     tok = train_tokenizer([r["prompt"] + " " + r["reference"] for r in corpus], vocab_size=600)
-    random.seed(0)  # each stage from the same state, whatever ran before it in this process
-    np.random.seed(0)
-    torch.manual_seed(0)
+    random.seed(seed)  # each stage from the same state, whatever ran before it in this process
+    np.random.seed(seed)
+    torch.manual_seed(seed)
     model = M1ForCausalLM(
         M1Config(
             vocab_size=len(tok),
@@ -142,14 +142,14 @@ def _stage(url: str, cfg: LengthBiasConfig, tmp_path):
         PromptPool(prompts, rows),
         RLConfig(
             group_size=4,
-            prompts_per_step=4,
+            prompts_per_step=prompts_per_step,
             lr=5e-3,
             updates_per_batch=1,
             max_new_tokens=64,
             stop_token_ids=(tok.eos_token_id,),
             dynamic_sampling=False,
             track_entropy=False,
-            seed=0,
+            seed=seed,
         ),
         step_hooks=[lb.hook],
     )
@@ -158,16 +158,21 @@ def _stage(url: str, cfg: LengthBiasConfig, tmp_path):
 
 @pytest.mark.slow
 def test_a_length_preferring_judge_trips_the_alarm_and_shaping_removes_the_trend(tmp_path):
+    # 8 prompts x 4 responses a step: each step's mean length is over 32 responses. The bounds below
+    # held with margin over 6 seeds (worst case in brackets): a trajectory is one draw, and the draw
+    # moves with the CPU's float rounding, so a bound that holds for one seed only fails elsewhere.
     with scripted_judge(prefers_longer) as (url, _):
-        biased = _stage(url, LengthBiasConfig(window=4), tmp_path)
+        biased = _stage(url, LengthBiasConfig(window=4), prompts_per_step=8)
         shaped = _stage(
-            url, LengthBiasConfig(window=4, shaping=True, shaping_coef=4.0, shaping_slack=1.0), tmp_path
+            url,
+            LengthBiasConfig(window=4, shaping=True, shaping_coef=4.0, shaping_slack=1.0),
+            prompts_per_step=8,
         )
     p = "length_bias/general"
     alarms = [int(h["step"]) for h in biased if h.get(f"{p}/alarm")]
     lengths = [h[f"{p}/length"] for h in biased]
-    assert alarms and alarms[0] <= ALARM_WITHIN, (alarms, lengths)
-    assert lengths[-1] > 1.3 * lengths[0], lengths
+    assert alarms and alarms[0] <= ALARM_WITHIN, (alarms, lengths)  # [7]
+    assert lengths[-1] > 1.3 * lengths[0], lengths  # [3.4x]
     success = [h[f"{p}/success"] for h in biased]
     assert np.mean(success[-4:]) <= np.mean(success[:4]) + 0.05  # longer, not more often right
 
@@ -180,11 +185,13 @@ def test_a_length_preferring_judge_trips_the_alarm_and_shaping_removes_the_trend
         alarms,
         shaped_lengths,
     )
-    # the trend over the whole stage: the biased run grows steadily (~0.13 of its mean length per step
-    # here), shaping removes at least three quarters of that (~0.02 left: a bound relative to the biased
-    # run, not an absolute one that float rounding in training can tip either way)
-    trend, shaped_trend = slope(lengths) / np.mean(lengths), slope(shaped_lengths) / np.mean(shaped_lengths)
-    assert trend > 0.05 and shaped_trend < trend / 4, (trend, shaped_trend)
-    assert np.mean(shaped_lengths[-4:]) < 0.6 * np.mean(lengths[-4:])
+    # the biased run's length grows by 35-47 tokens from its first four steps to its last four; shaping
+    # removes at least half of that growth [0.22 of it left] and ends far shorter [0.42 of the length]
+    def growth(xs):
+        return np.mean(xs[-4:]) - np.mean(xs[:4])
+
+    assert slope(lengths) / np.mean(lengths) > 0.05, lengths  # [0.12 of the mean length per step]
+    assert growth(shaped_lengths) < growth(lengths) / 2, (lengths, shaped_lengths)
+    assert np.mean(shaped_lengths[-4:]) < 0.6 * np.mean(lengths[-4:]), (lengths, shaped_lengths)
     png = plot_length_bias(biased, tmp_path / "length.png")
     assert png.stat().st_size > 10_000
