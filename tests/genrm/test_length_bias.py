@@ -156,6 +156,11 @@ def _stage(url: str, cfg: LengthBiasConfig, seed: int = 0, prompts_per_step: int
     return trainer.train(STEPS)
 
 
+def growth(lengths: list[float]) -> float:
+    """From the mean of the first four steps to the mean of the last four."""
+    return float(np.mean(lengths[-4:]) - np.mean(lengths[:4]))
+
+
 @pytest.mark.slow
 def test_a_length_preferring_judge_trips_the_alarm_and_shaping_removes_the_trend(tmp_path):
     # 8 prompts x 4 responses a step: each step's mean length is over 32 responses. The bounds below
@@ -187,9 +192,6 @@ def test_a_length_preferring_judge_trips_the_alarm_and_shaping_removes_the_trend
     )
     # the biased run's length grows by 35-47 tokens from its first four steps to its last four; shaping
     # removes at least half of that growth [0.22 of it left] and ends far shorter [0.42 of the length]
-    def growth(xs):
-        return np.mean(xs[-4:]) - np.mean(xs[:4])
-
     assert slope(lengths) / np.mean(lengths) > 0.05, lengths  # [0.12 of the mean length per step]
     assert growth(shaped_lengths) < growth(lengths) / 2, (lengths, shaped_lengths)
     assert np.mean(shaped_lengths[-4:]) < 0.6 * np.mean(lengths[-4:]), (lengths, shaped_lengths)
