@@ -32,7 +32,10 @@ START = ">>>>> Start Test Output"
 END = ">>>>> End Test Output"
 EXIT_CODE = ">>>>> Test Exit Code"
 
-DEFAULT_TEST_CMD = "python -m pytest -rA -p no:cacheprovider"
+# --no-fold-skipped (pytest >= 8.3; environments install a current pytest): pytest names each skipped test
+# in the summary instead of folding skips into "SKIPPED [n] file:line", so SWE-bench's grading can count a
+# skipped PASS_TO_PASS test as kept, as it does; folded, the test would be missing, which counts as failed.
+DEFAULT_TEST_CMD = "python -m pytest -rA --no-fold-skipped -p no:cacheprovider"
 # A whole suite of a small library, with room for a slow machine; a runaway run stops at these.
 SWE_LIMITS = Limits(
     cpu_s=300, wall_s=180, memory_mb=2048, processes=256, file_size_mb=64, open_files=1024,

@@ -185,6 +185,9 @@ def patch_files(patch: str) -> list[str]:
         raise ItemError("malformed diff: no file changes found")
     files: list[str] = []
     for patched in parsed:
+        # git apply takes such a change for one to `dev/null` inside the repository.
+        if _repo_path(patched.source_file) is None and _repo_path(patched.target_file) is None:
+            raise ItemError("malformed diff: /dev/null on both sides of a file change")
         for raw in (patched.source_file, patched.target_file):
             path = _repo_path(raw or "/dev/null")
             if path is None:
@@ -357,53 +360,74 @@ class SWEScorer:
             touched = patch_files(patch)
         except ItemError as exc:
             return Reward(0.0, {"reason": str(exc), "resolved": False})
-        run = self.run(task, files_of(task.tests), patch=patch)
-        details: dict[str, Any] = {"files": touched, "run": run.result.describe()}
-        if not run.applied:
-            return Reward(
-                0.0,
-                {
-                    **details,
-                    "reason": "patch does not apply",
-                    "apply_error": run.apply_error,
-                    "resolved": False,
-                },
-            )
-        if run.limit:
-            return Reward(0.0, {**details, "reason": run.describe(), "limit": run.limit, "resolved": False})
-        resolved, graded = grade(task, run)
-        return Reward(float(resolved), {**details, **graded, "resolved": resolved})
+        return repair_reward(task, touched, self.run(task, files_of(task.tests), patch=patch))
 
     def testgen(self, task: SWETask, test_source: str) -> Reward:
         """Reward 1 if the test file fails on the buggy code and passes with the gold patch."""
-        from sandboxes.swe_run import files_of
-
         if not test_source.strip():
             return Reward(0.0, {"reason": "empty test file"})
-        first = files_of(task.FAIL_TO_PASS)[:1] or ["tests/x"]
-        target = str(PurePosixPath(first[0]).parent / GENERATED_TEST)
-        outcomes = {}
+        target = generated_test_path(task)
+        runs = {}
         for name, patch in (("before", ""), ("after", task.patch)):
-            run = self.run(task, [target], patch=patch, extra={target: test_source})
+            runs[name] = run = self.run(task, [target], patch=patch, extra={target: test_source})
             if run.limit:
-                return Reward(0.0, {**outcomes, "reason": f"{name}: {run.describe()}", "limit": run.limit})
-            found = statuses(run)
-            code = _exit_code(run)
-            outcomes[name] = {
-                "exit_code": code, "statuses": found, "run": run.result.describe(),
-                "failed": sum(s in ("FAILED", "ERROR") for s in found.values()),
-                "passed": sum(s == "PASSED" for s in found.values()),
-            }  # fmt: skip
-        before, after = outcomes["before"], outcomes["after"]
-        fails_before = before["exit_code"] == 1 and before["failed"] > 0
-        passes_after = after["exit_code"] == 0 and after["passed"] > 0
-        reason = None
-        if not fails_before:
-            reason = "the tests do not fail on the buggy code"
-        elif not passes_after:
-            reason = "the tests do not pass on the fixed code"
-        details = {**outcomes, "path": target, **({"reason": reason} if reason else {})}
-        return Reward(float(fails_before and passes_after), details)
+                break
+        return generated_tests_reward(runs, target)
+
+
+# What a container run means for a reward: functions of sandboxes.swe_run.TestRun, apart from the run.
+
+
+def repair_reward(task: SWETask, touched: list[str], run) -> Reward:
+    """The repair reward of a run of the task's tests on the patched code."""
+    details: dict[str, Any] = {"files": touched, "run": run.result.describe()}
+    if not run.applied:
+        return Reward(
+            0.0,
+            {**details, "reason": "patch does not apply", "apply_error": run.apply_error, "resolved": False},
+        )
+    if run.limit:
+        return Reward(0.0, {**details, "reason": run.describe(), "limit": run.limit, "resolved": False})
+    resolved, graded = grade(task, run)
+    return Reward(float(resolved), {**details, **graded, "resolved": resolved})
+
+
+def generated_test_path(task: SWETask) -> str:
+    """Where a generated test file goes: beside the first (in sorted order) FAIL_TO_PASS test's file."""
+    from sandboxes.swe_run import files_of
+
+    first = files_of(task.FAIL_TO_PASS)[:1] or ["tests/x"]
+    return str(PurePosixPath(first[0]).parent / GENERATED_TEST)
+
+
+def run_outcome(run) -> dict[str, Any]:
+    """Exit code, per-test statuses and their failed / passed counts of one run of a generated test."""
+    found = statuses(run)
+    return {
+        "exit_code": _exit_code(run), "statuses": found, "run": run.result.describe(),
+        "failed": sum(s in ("FAILED", "ERROR") for s in found.values()),
+        "passed": sum(s == "PASSED" for s in found.values()),
+    }  # fmt: skip
+
+
+def generated_tests_reward(runs: Mapping[str, Any], target: str) -> Reward:
+    """The test-generation reward (SWT-bench: fail before the fix, pass after it) of the runs "before"
+    (the buggy code) and "after" (the gold patch); a run stopped by a limit ends the judgement."""
+    outcomes = {}
+    for name, run in runs.items():
+        if run.limit:
+            return Reward(0.0, {**outcomes, "reason": f"{name}: {run.describe()}", "limit": run.limit})
+        outcomes[name] = run_outcome(run)
+    before, after = outcomes["before"], outcomes["after"]
+    fails_before = before["exit_code"] == 1 and before["failed"] > 0
+    passes_after = after["exit_code"] == 0 and after["passed"] > 0
+    reason = None
+    if not fails_before:
+        reason = "the tests do not fail on the buggy code"
+    elif not passes_after:
+        reason = "the tests do not pass on the fixed code"
+    details = {**outcomes, "path": target, **({"reason": reason} if reason else {})}
+    return Reward(float(fails_before and passes_after), details)
 
 
 def _exit_code(run) -> int | None:
