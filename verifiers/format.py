@@ -21,7 +21,9 @@ Method = Literal["boxed", "phrase", "last_line"]
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _BOX = re.compile(r"\\(?:boxed|fbox)")
 _BRACE = re.compile(r"\\[{}]|[{}]")
-_BARE_TOKEN = re.compile(r"[^\s$.,]+")
+# the brace-less "\boxed 5": a run up to a space, "$", ".", ",", a brace, a closing "\)" or "\]", or the next
+# box, so that "\(\boxed 5\)" reads 5 (not "5\)") and "\boxed 41\boxed 42" reads both answers
+_BARE_TOKEN = re.compile(r"(?:[^\s$.,{}\\]|\\(?!boxed|fbox|[)\]]))+")
 _LINE_MAX = 1000  # of a phrase's or a last line's text: longer is prose, and bounds the regex work
 # lookahead: phrases on one line ("the answer is 41. No, the answer is 42") are each found
 _PHRASE = re.compile(
@@ -111,7 +113,7 @@ def boxed_answers(text: str) -> list[str]:
         elif i < len(text) and i > match.end():  # "\boxed 5": a single token follows
             token = _BARE_TOKEN.match(text, i)
             if token:
-                boxes.append((match.start(), token.end(), token.group()))
+                boxes.append((match.start(), token.end() - 1, token.group()))  # end inclusive, as `close`
     # boxes nest or are disjoint, and come sorted by start: one holds another iff the next starts inside it
     return [
         content for k, (_, end, content) in enumerate(boxes) if k + 1 == len(boxes) or boxes[k + 1][0] > end
