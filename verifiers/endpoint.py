@@ -49,6 +49,10 @@ class Endpoint:
     backoff_s: float = 0.5
     concurrency: int = 8
 
+    def __post_init__(self) -> None:
+        if self.retries < 0:  # range(retries + 1) would send no request at all
+            raise ValueError(f"retries must be >= 0, not {self.retries}")
+
     def client(self) -> httpx.Client:
         key = self.api_key or os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -106,6 +110,8 @@ class Endpoint:
                         out[c["index"] // n].append(c["text"])
                 except (KeyError, IndexError, TypeError):
                     raise EndpointError(f"{self.base_url}/completions: reply is not a completion") from None
+                if any(len(texts) != n for texts in out):  # callers rely on n samples per prompt
+                    raise EndpointError(f"{self.base_url}/completions: reply without {n} choices per prompt")
                 return out
 
             return [texts for batch in self._map(one, batches) for texts in batch]

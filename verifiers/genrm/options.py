@@ -61,9 +61,12 @@ class JudgeOptions:
                 continue
             kind = {"url": str, "temperature": float}.get(name, type(known[name].default))
             try:  # strings from the environment or a CLI's key=value become the option's type
-                values[name] = kind(raw) if isinstance(raw, str) and kind is not str else raw
+                value = kind(raw) if isinstance(raw, str) or (kind is float and isinstance(raw, int)) else raw
             except ValueError:
                 raise ValueError(f"{where}={raw!r} is not a {kind.__name__}") from None
+            if not isinstance(value, kind):  # k=2.5 would otherwise fail only at the first judgment
+                raise ValueError(f"{where}={raw!r} is not a {kind.__name__}")
+            values[name] = value
         opts = cls(**values)
         opts.check()
         return opts
@@ -77,6 +80,8 @@ class JudgeOptions:
             raise ValueError("constraint_weight must be >= 0")
         if self.max_response_chars < 200:
             raise ValueError("max_response_chars must be >= 200")
+        if self.retries < 0 or not self.timeout_s > 0:  # as flows.config.EndpointConfig requires
+            raise ValueError("retries must be >= 0 and timeout_s > 0")
 
     @property
     def sampling_temperature(self) -> float:
