@@ -85,16 +85,26 @@ PACKAGES = [
     ),
     Package(
         "verifiers",
-        ["verifiers"],
         [
-            "tests/verifiers/test_math.py",
-            "tests/verifiers/test_constraints.py",
-            "tests/verifiers/test_format.py",
-            "tests/verifiers/test_code.py",
-            "tests/verifiers/test_testgen.py",
-            "tests/logic",
-            "tests/logic_b",
+            *(f"verifiers/{name}.py" for name in ("base", "code", "constraints", "deadline", "endpoint")),
+            *(f"verifiers/{name}.py" for name in ("format", "math", "math_fast", "pool", "service")),
+            *(f"verifiers/{name}.py" for name in ("swe", "testgen")),
+            "verifiers/genrm",
         ],
+        [
+            "tests/verifiers",
+            "tests/genrm/test_judges.py",
+            "tests/genrm/test_judge_edges.py",
+            "tests/swe/test_units.py",
+            "tests/swe/test_grading.py",
+            "tests/scale/test_serve_auth.py",
+        ],
+        "the SWE verifier's container runs and the code verifier's Docker backend run only in the docker tests",
+    ),
+    Package(
+        "logic",
+        ["verifiers/logic"],
+        ["tests/logic", "tests/logic_b", "tests/tasks/test_logic.py"],
     ),
     Package(
         "sandboxes",
@@ -239,9 +249,9 @@ def table_row(r: dict) -> str:
     return "| " + " | ".join([r["package"], *map(str, counts), *shares]) + " |"
 
 
-def module_of(pkg: Package) -> str:
-    """The dotted prefix of the package's mutant names: flows/store.py -> flows.store."""
-    return pkg.source[0].removesuffix(".py").replace("/", ".")
+def modules_of(pkg: Package) -> tuple[str, ...]:
+    """The dotted prefixes of the package's mutant names: flows/store.py -> flows.store."""
+    return tuple(f"`{path.removesuffix('.py').replace('/', '.')}." for path in pkg.source)
 
 
 def earlier_report() -> tuple[dict[str, str], list[str]]:
@@ -295,7 +305,7 @@ def main() -> None:
         if not (work / "mutants").exists():
             if pkg.name in earlier_rows:  # measured on another machine: its row and survivors carry over
                 rows.append(earlier_rows[pkg.name])
-                survivors += [line for line in earlier_survivors if line.startswith(f"`{module_of(pkg)}")]
+                survivors += [line for line in earlier_survivors if line.startswith(modules_of(pkg))]
                 notes.append(f"{pkg.name}: as in the previous report (its mutants/ is not on this machine)")
                 notes += [f"{pkg.name}: {pkg.note}"] if pkg.note else []
             else:
