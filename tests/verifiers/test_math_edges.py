@@ -43,15 +43,22 @@ def expected(pairs):
     return [equal for _, _, equal in pairs]
 
 
-def pool_pids() -> set[int]:
-    return {child.pid for child in multiprocessing.active_children()}
+@pytest.fixture
+def pool_pids():
+    """The worker processes this test started (earlier tests may leave pools of their own alive)."""
+
+    def children() -> set[int]:
+        return {child.pid for child in multiprocessing.active_children()}
+
+    before = children()
+    return lambda: children() - before
 
 
 def test_slow_pairs_are_left_to_math_verify():
     assert all(fast_verdict(gold, answer) is None for gold, answer, _ in SLOW)
 
 
-def test_a_pool_of_one_worker_starts_at_two_slow_pairs_and_recovers_from_a_killed_worker():
+def test_a_pool_of_one_worker_starts_at_two_slow_pairs_and_recovers_from_a_killed_worker(pool_pids):
     """Two slow pairs per worker are worth a pool; a worker killed from outside breaks the pool: that
     batch is verified in-process, and the next batch starts a fresh pool."""
     assert pool_pids() == set()
@@ -74,7 +81,7 @@ def test_a_pool_of_one_worker_starts_at_two_slow_pairs_and_recovers_from_a_kille
     verifier.close()  # and closing twice is harmless
 
 
-def test_a_pool_of_two_groups_pairs_by_reference():
+def test_a_pool_of_two_groups_pairs_by_reference(pool_pids):
     """Fewer than two slow pairs per worker stay in-process; more go to `workers` processes, one task
     per reference, and each verdict comes back to its own pair."""
     with MathVerifier(workers=2, format_weight=0) as verifier:
@@ -184,7 +191,7 @@ def test_setting_limits_are_inclusive_and_refusals_say_which():
     )
 
 
-def test_by_default_nothing_runs_in_a_pool():
+def test_by_default_nothing_runs_in_a_pool(pool_pids):
     verifier = MathVerifier()
     assert correct(verifier.verify(items(SLOW[:2]))) == expected(SLOW[:2])  # enough for a pool of one
     assert pool_pids() == set()
