@@ -5,16 +5,13 @@ combining the two orders, the Comparison records of `compare`, and mixing in the
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
 from tests.genrm.scripted import blocks
+from tests.loopback import Loopback, serve
 from verifiers.base import Reward
 from verifiers.endpoint import Endpoint
 from verifiers.genrm.grade import GradeJudge
@@ -63,44 +60,19 @@ class Judge:
         return [body["messages"][-1]["content"] for _, body in self.requests]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        judge: Judge = self.server.judge  # type: ignore[attr-defined]
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        status, reply = judge.answer(self.path, body)
-        data = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True  # a handler still waiting never holds up the shutdown
-    request_queue_size = 64  # many concurrent clients connect at once
-
-
 @pytest.fixture(scope="module")
-def _running() -> Iterator[tuple[str, _Server]]:
-    httpd = _Server(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", httpd
-    httpd.shutdown()
-    httpd.server_close()
+def _running() -> Iterator[tuple[str, Loopback]]:
+    with serve() as running:
+        yield running
 
 
 @pytest.fixture
 def judge(_running) -> tuple[str, Judge]:
     """(base URL ending in /v1, a fresh scripted judge answering there)."""
-    url, httpd = _running
-    httpd.judge = Judge()  # type: ignore[attr-defined]
-    return url, httpd.judge  # type: ignore[attr-defined]
+    root, owner = _running
+    judge = Judge()
+    owner.reply = lambda seen: judge.answer(seen.path, seen.body)
+    return f"{root}/v1", judge
 
 
 # -- parsing and prompts ------------------------------------------------------------------------------

@@ -10,12 +10,12 @@ import random
 import shutil
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from sandboxes import Limits
+from tests.loopback import Loopback, serve
 from verifiers.endpoint import Endpoint, EndpointError, EndpointUnavailable
 from verifiers.testgen import (
     MAX_INPUT_BYTES,
@@ -48,44 +48,20 @@ class Model:
         return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": self.content}}]}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        model: Model = self.server.model  # type: ignore[attr-defined]
-        status, reply = model.answer(json.loads(self.rfile.read(int(self.headers["content-length"]))))
-        data = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True  # a handler still waiting never holds up the shutdown
-    request_queue_size = 64  # many concurrent clients connect at once
-
-
 @pytest.fixture(scope="module")
-def _running() -> Iterator[tuple[str, _Server]]:
-    httpd = _Server(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", httpd
-    httpd.shutdown()
-    httpd.server_close()
+def _running() -> Iterator[tuple[str, Loopback]]:
+    with serve() as running:
+        yield running
 
 
 @pytest.fixture
 def model(_running) -> Iterator[tuple[str, Model]]:
     """(base URL ending in /v1, a fresh model answering there)."""
-    url, httpd = _running
-    httpd.model = Model()  # type: ignore[attr-defined]
-    yield url, httpd.model  # type: ignore[attr-defined]
-    httpd.model.done.set()  # type: ignore[attr-defined]
+    root, owner = _running
+    model = Model()
+    owner.reply = lambda seen: model.answer(seen.body)
+    yield f"{root}/v1", model
+    model.done.set()
 
 
 # -- reading a row and a reply ------------------------------------------------------------------------
