@@ -86,9 +86,10 @@ PACKAGES = [
     Package(
         "verifiers",
         [
-            *(f"verifiers/{name}.py" for name in ("base", "code", "constraints", "deadline", "endpoint")),
-            *(f"verifiers/{name}.py" for name in ("format", "math", "math_fast", "pool", "service")),
-            *(f"verifiers/{name}.py" for name in ("swe", "testgen")),
+            *(
+                f"verifiers/{name}.py"
+                for name in "base code constraints deadline endpoint format math math_fast pool service swe testgen".split()
+            ),
             "verifiers/genrm",
         ],
         [
