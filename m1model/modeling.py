@@ -11,7 +11,7 @@ and greedy generations against it); what differs is how it is computed:
     [tokens x vocab] FP32 matrix (`kernels.selective_log_softmax`).
 Left padding is supported everywhere: pads are zeroed before they enter a lightning state, masked out of
 softmax attention, and RoPE positions count real tokens only, so a padded row gives the same result as the
-unpadded sequence.
+unpadded sequence. Right padding without a cache needs none of that (no real token sees a later pad).
 Module and parameter names equal the on-disk names of MiniMax checkpoints (see m1model/checkpoint.py).
 """
 
@@ -267,6 +267,10 @@ class M1Model(nn.Module):
             else attention_mask.bool()
         )
         padded = attention_mask is not None and not bool(mask.all())
+        if padded and cache is None and not bool((mask[:, 1:] > mask[:, :-1]).any()):
+            # Right padding only (a training batch): causally no real token sees a pad, and RoPE positions
+            # are the same, so the unpadded path gives the real positions' results without any masking.
+            padded = False
         past = cache.mask if cache is not None and cache.mask is not None else mask.new_empty(B, 0)
         start = (
             cache.positions
@@ -391,6 +395,42 @@ class M1ForCausalLM(nn.Module):
             labels = labels.masked_fill(~attention_mask[:, 1:].bool(), kernels.IGNORE_INDEX)
         if positions is None:
             return self._head_logprobs(h, labels, return_entropy)
+        return self._scored_logprobs(h, labels, positions, return_entropy)
+
+    def group_logprobs(
+        self,
+        prompt_ids: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        response_ids: torch.Tensor,
+        response_mask: torch.Tensor,
+        prompt_index: torch.Tensor,
+        return_entropy: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """[N, R] float32 log pi(response_ids[n, t] | prompt prompt_index[n], response_ids[n, :t]); 0 at pads.
+
+        For responses that share prompts (RL groups): the prompts [P, Lp] (left-padded) run once, their
+        per-layer states are repeated to the N response rows that continue them (the repeat sums their
+        gradients back), and the responses [N, R] (right-padded) run on top. The values and gradients of
+        `token_logprobs` on the concatenated rows, up to rounding, with a prompt's tokens run once per
+        group instead of once per response. return_entropy as in `token_logprobs`.
+        """
+        real = response_mask.bool()
+        if not bool(prompt_mask[:, -1].all()) or bool((real[:, 1:] > real[:, :-1]).any()):
+            raise ValueError("group_logprobs needs left-padded prompts and right-padded responses")
+        cache = M1Cache()
+        h_prompt = self.model(prompt_ids, prompt_mask, cache)[:, -1:]
+        cache.select(prompt_index)
+        h = self.model(
+            response_ids, torch.cat([prompt_mask[prompt_index], real.to(prompt_mask.dtype)], dim=1), cache
+        )
+        # Response token t is predicted at the position before it, the prompt's last one for t = 0.
+        h = torch.cat([h_prompt[prompt_index], h[:, :-1]], dim=1)
+        return self._scored_logprobs(h, response_ids, real, return_entropy)
+
+    def _scored_logprobs(
+        self, h: torch.Tensor, labels: torch.Tensor, positions: torch.Tensor, return_entropy: bool
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """The head's log-probs of ``labels`` at the ``positions`` of ``h`` only, 0 elsewhere."""
         scored = self._head_logprobs(h[positions], labels[positions], return_entropy)
         if not return_entropy:
             return scored.new_zeros(positions.shape).masked_scatter(positions, scored)

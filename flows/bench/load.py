@@ -171,9 +171,11 @@ class LoadMeter:
         sides = ", ".join(f"{name} {load:.2f}" for name, load in self.sides.items())
         return f"other processes' load per side (busy cores): {sides}; tolerance {self.tolerance:.2f}"
 
-    def report(self, console, base: str, ours: str) -> None:
-        """Print the per-side loads and, when the ratio was refused, why."""
+    def report(self, console, base: str, *ours: str) -> None:
+        """Print the per-side loads and, for each of `ours` whose ratio to `base` was refused, why."""
         console.print(self.summary(), highlight=False)
-        reason = self.refusal(base, ours)
-        if reason:
-            console.print(f"[bold yellow]ratio {ours} / {base} not reported:[/] {reason}", highlight=False)
+        for side in ours:
+            if reason := self.refusal(base, side):
+                console.print(
+                    f"[bold yellow]ratio {side} / {base} not reported:[/] {reason}", highlight=False
+                )

@@ -15,7 +15,10 @@ The baseline is the trainer a user would pick instead: TRL 1.16 (extra `bench`),
 Each generation batch is split into: generation (sampling the completions), the old-log-prob pass
 (TRL recomputes pi_old with a forward pass when U > 1; m1model's engine returns pi_old with each
 sampled token), reward scoring, and the update (U forward + backward + optimizer steps, plus each
-trainer's own bookkeeping). The two trainers alternate in rounds so both see the same machine load.
+trainer's own bookkeeping). In m1model's update each group's prompt runs once and its states feed the
+group's G responses (`group_logprobs`); TRL runs the prompt again for every response. What that saves
+has its own row, m1model with the prompt run per response as TRL does. The trainers alternate in
+rounds so all see the same machine load.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ import typer
 from flows.bench import app
 
 PHASES = ("generation", "old log-probs", "reward", "update")
+TRL_NAME, OURS = "TRL GRPOTrainer", "m1model RLTrainer"
+PER_RESPONSE = "m1model, prompt per response"
 
 
 def _timed(fn: Callable, clock: dict[str, float], phase: str, when: Callable[[], bool] = lambda: True):
@@ -61,10 +66,30 @@ def make_checkpoint(folder: Path, n_problems: int) -> tuple[list[str], list[dict
     return [prompt_text(r) for r in rows], rows
 
 
-class Ours:
-    """m1model's RLTrainer, its phases timed by wrapping the engine, the reward function and `update`."""
+def per_response_logprobs(model):
+    """`group_logprobs` computed as without prompt sharing: every response row runs its own copy of its
+    group's prompt (`token_logprobs` on the concatenated rows), as TRL does. The bench's row for what
+    sharing the prompt saves."""
+    import torch
 
-    def __init__(self, folder: Path, rows: list[dict], s: dict[str, Any]):
+    def group_logprobs(
+        prompt_ids, prompt_mask, response_ids, response_mask, prompt_index, return_entropy=False
+    ):
+        ids = torch.cat([prompt_ids[prompt_index], response_ids], dim=1)
+        mask = torch.cat([prompt_mask[prompt_index], response_mask.to(prompt_mask.dtype)], dim=1)
+        positions = torch.cat([torch.zeros_like(prompt_mask[prompt_index, 1:]), response_mask], dim=1).bool()
+        out = model.token_logprobs(ids, mask, return_entropy=return_entropy, positions=positions)
+        start = prompt_ids.shape[1] - 1  # position t scores token t + 1: the first response token
+        return tuple(o[:, start:] for o in out) if return_entropy else out[:, start:]
+
+    return group_logprobs
+
+
+class Ours:
+    """m1model's RLTrainer, its phases timed by wrapping the engine, the reward function and `update`.
+    share_prompts=False: each response runs its own copy of the prompt in the update (per_response_logprobs)."""
+
+    def __init__(self, folder: Path, rows: list[dict], s: dict[str, Any], share_prompts: bool = True):
         from flows.experiments.runs import encode, reward_fn
         from m1model import Engine
         from m1model.policy import load_policy
@@ -94,6 +119,8 @@ class Ours:
         engine = Engine(model)
         engine.generate = _timed(engine.generate, self.clock, "generation")
         self.trainer = RLTrainer(model, engine, score, PromptPool(encode(tokenizer, rows), rows), cfg)
+        if not share_prompts:
+            self.trainer.parallel.group_logprobs = per_response_logprobs(model)
         self.trainer.update = _timed(self.trainer.update, self.clock, "update")
 
     def batches(self, n: int) -> list[dict[str, float]]:
@@ -240,19 +267,22 @@ def bench_rl(
     print_start(console)
     s = dict(prompts=prompts, group_size=group_size, updates=updates, max_new_tokens=max_new_tokens, lr=lr)
     meter = LoadMeter()
-    results: dict[str, list[dict[str, float]]] = {"TRL GRPOTrainer": [], "m1model RLTrainer": []}
+    results: dict[str, list[dict[str, float]]] = {TRL_NAME: [], PER_RESPONSE: [], OURS: []}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "policy"
         with console.status("building the checkpoint and the data"):
             texts, rows = make_checkpoint(folder, n_problems=max(64, 4 * prompts))
-        with console.status("setting up both trainers"):
-            ours, theirs = Ours(folder, rows, s), TRL(folder, texts, rows, s, Path(tmp) / "trl")
-            ours.batches(1)  # warm-up; TRL's warm-up batch is the first of each run and is dropped
+        with console.status("setting up the trainers"):
+            theirs = TRL(folder, texts, rows, s, Path(tmp) / "trl")
+            ours = {PER_RESPONSE: Ours(folder, rows, s, share_prompts=False), OURS: Ours(folder, rows, s)}
+            for trainer in ours.values():
+                trainer.batches(1)  # warm-up; TRL's warm-up batch is the first of each run and is dropped
         for r in range(rounds):
-            with console.status(f"round {r + 1}/{rounds}: TRL"), meter.side("TRL GRPOTrainer"):
-                results["TRL GRPOTrainer"] += theirs.run(batches)
-            with console.status(f"round {r + 1}/{rounds}: m1model"), meter.side("m1model RLTrainer"):
-                results["m1model RLTrainer"] += ours.batches(batches)
+            with console.status(f"round {r + 1}/{rounds}: TRL"), meter.side(TRL_NAME):
+                results[TRL_NAME] += theirs.run(batches)
+            for name, trainer in ours.items():
+                with console.status(f"round {r + 1}/{rounds}: {name}"), meter.side(name):
+                    results[name] += trainer.batches(batches)
 
     rows_ = [_phase_row(name, b) for name, b in results.items()]
     base = rows_[0]["total"]
@@ -267,8 +297,8 @@ def bench_rl(
             row["name"],
             *(f"{row[p]:.3f} ({row[p] / row['total']:.0%})" for p in PHASES),
             f"{row['total']:.3f}",
-            meter.ratio("TRL GRPOTrainer", row["name"], base / row["total"]),
+            meter.ratio(TRL_NAME, row["name"], base / row["total"]),
         )
     console.print(table)
     print_allocator(console, "both trainers")
-    meter.report(console, "TRL GRPOTrainer", "m1model RLTrainer")
+    meter.report(console, TRL_NAME, PER_RESPONSE, OURS)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import datetime
+import functools
 import os
 import signal
 import time
@@ -174,16 +175,14 @@ def die_with_parent() -> None:
 
 
 class _TokenLogprobs(torch.nn.Module):
-    """`token_logprobs` as `forward`: DDP only runs its gradient bookkeeping through `forward`."""
+    """The model's log-prob methods as `forward`: DDP only runs its gradient bookkeeping through `forward`."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
         self.policy = model
 
-    def forward(self, input_ids, attention_mask=None, return_entropy: bool = False, positions=None):
-        return self.policy.token_logprobs(
-            input_ids, attention_mask, return_entropy=return_entropy, positions=positions
-        )
+    def forward(self, *args, method: str = "token_logprobs", **kwargs):
+        return getattr(self.policy, method)(*args, **kwargs)
 
 
 def _layers(model: torch.nn.Module) -> Iterable[torch.nn.Module]:
@@ -193,9 +192,9 @@ def _layers(model: torch.nn.Module) -> Iterable[torch.nn.Module]:
 class DataParallel:
     """The training view of ``model`` on this rank.
 
-    ``logprobs(ids, mask, return_entropy=False)`` is the differentiable forward (through DDP/FSDP when
-    distributed); ``accumulate(last)`` is the context for one micro-batch's backward, which
-    synchronises gradients only on the last micro-batch of an optimizer step. ``model`` itself stays the
+    ``logprobs(ids, mask, return_entropy=False)`` and ``group_logprobs(...)`` (the model's methods) are
+    the differentiable forwards (through DDP/FSDP when distributed); ``accumulate(last)`` is the
+    context for one micro-batch's backward, which synchronises gradients only on the last micro-batch of an optimizer step. ``model`` itself stays the
     object callers hold: with DDP it keeps its whole weights (generation, validation and checkpoints use
     it as before); with FSDP its parameters become DTensor shards, so read them with `full_state_dict`.
     """
@@ -206,7 +205,7 @@ class DataParallel:
         self.model, self.ctx, self.strategy = model, ctx, strategy
         self._ddp: torch.nn.parallel.DistributedDataParallel | None = None
         if not ctx.enabled:
-            self.logprobs = model.token_logprobs
+            self.logprobs, self.group_logprobs = model.token_logprobs, model.group_logprobs
         elif strategy == "ddp":
             # Every parameter gets a gradient in every forward (MoE experts without tokens too, see
             # SparseMoE), so DDP needs no search for unused ones. Buffers (RoPE, decay slopes) are
@@ -218,6 +217,7 @@ class DataParallel:
             )
             self._ddp.register_comm_hook(None, _timed_allreduce)
             self.logprobs = self._ddp
+            self.group_logprobs = functools.partial(self._ddp, method="group_logprobs")
         else:
             from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
 
@@ -225,7 +225,8 @@ class DataParallel:
                 fully_shard(layer)
             fully_shard(model)  # the root: embeddings, final norm, LM head
             register_fsdp_forward_method(model, "token_logprobs")
-            self.logprobs = model.token_logprobs
+            register_fsdp_forward_method(model, "group_logprobs")
+            self.logprobs, self.group_logprobs = model.token_logprobs, model.group_logprobs
 
     @property
     def sharded(self) -> bool:
@@ -298,13 +299,20 @@ class DataParallel:
 
         set_optimizer_state_dict(self.model, optimizer, state, options=StateDictOptions(full_state_dict=True))
 
-    def dummy_backward(self) -> None:
+    def dummy_backward(self, grouped: bool = False) -> None:
         """A zero-weighted forward and backward on one short row, for a rank that has no micro-batch left
         while others do: DDP and FSDP communicate inside forward/backward, so every rank must run the
-        same number of them. Its gradient is exactly zero."""
+        same number of them, through the same method (``grouped``: `group_logprobs`, which runs the
+        layers twice, for FSDP's per-layer all-gathers). Its gradient is exactly zero."""
         device = next(iter(self.model.buffers()), torch.empty(0)).device
         ids = torch.zeros(1, 2, dtype=torch.long, device=device)
-        logp = self.logprobs(ids, torch.ones_like(ids))
+        ones = torch.ones_like(ids)
+        if grouped:
+            logp = self.group_logprobs(
+                ids, ones, ids, ones.float(), torch.zeros(1, dtype=torch.long, device=device)
+            )
+        else:
+            logp = self.logprobs(ids, ones)
         (logp.sum() * 0.0).backward()
 
 

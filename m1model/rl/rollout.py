@@ -119,11 +119,14 @@ def score_groups(
 
 @dataclass
 class Collated:
-    """Right-padded prompt+response rows. Shifted tensors are [N, L-1]: position t scores token t+1."""
+    """Groups as the model's `group_logprobs` takes them: each group's prompt once, left-padded
+    [groups, Lp], and the responses right-padded [N, R]; row n belongs to group (prompt row)
+    group_index[n]. Response tensors are aligned: [n, t] is response token t of row n."""
 
-    input_ids: Tensor
-    attention_mask: Tensor
-    response_mask: Tensor
+    prompt_ids: Tensor
+    prompt_mask: Tensor
+    response_ids: Tensor
+    response_mask: Tensor  # float, 1 at response tokens
     old_logp: Tensor
     advantages: Tensor
     group_index: Tensor
@@ -132,39 +135,41 @@ class Collated:
         return Collated(*(getattr(self, f.name).to(device) for f in fields(self)))
 
     def rows(self, index: Tensor) -> Collated:
-        """A subset of rows, trimmed to its longest sequence."""
-        length = int(self.attention_mask[index].sum(1).max())
+        """The response rows ``index`` with their groups' prompts (groups renumbered in order), trimmed
+        to the longest prompt and the longest response among them."""
+        groups, group_index = self.group_index[index].unique(return_inverse=True)
+        prompt_len = int(self.prompt_mask[groups].sum(1).max())
+        length = int(self.response_mask[index].sum(1).max())
         return Collated(
-            self.input_ids[index, :length],
-            self.attention_mask[index, :length],
-            self.response_mask[index, : length - 1],
-            self.old_logp[index, : length - 1],
+            self.prompt_ids[groups, -prompt_len:],
+            self.prompt_mask[groups, -prompt_len:],
+            self.response_ids[index, :length],
+            self.response_mask[index, :length],
+            self.old_logp[index, :length],
             self.advantages[index],
-            self.group_index[index],
+            group_index,
         )
 
 
 def collate(groups: list[Group], *, normalize_std: bool, pad_id: int = 0) -> Collated:
     rewards = torch.tensor([g.rewards for g in groups], dtype=torch.float32)
     adv = group_advantages(rewards, normalize_std=normalize_std).flatten()
-    rows = [
-        (gi, g.prompt, r, lp)
-        for gi, g in enumerate(groups)
-        for r, lp in zip(g.responses, g.logprobs, strict=True)
-    ]
-    length = max(len(p) + len(r) for _, p, r, _ in rows)
-    n = len(rows)
-    ids = torch.full((n, length), pad_id, dtype=torch.long)
-    attn = torch.zeros(n, length, dtype=torch.long)
-    resp = torch.zeros(n, length - 1)
-    old = torch.zeros(n, length - 1)
-    for i, (_, prompt, response, logprobs) in enumerate(rows):
-        p, r = len(prompt), len(response)
-        if len(logprobs) != r:
-            raise ValueError(f"engine returned {len(logprobs)} logprobs for {r} tokens")
-        ids[i, : p + r] = torch.tensor(list(prompt) + list(response))
-        attn[i, : p + r] = 1
-        resp[i, p - 1 : p + r - 1] = 1
-        old[i, p - 1 : p + r - 1] = torch.tensor(logprobs, dtype=torch.float32)
+    prompt_len = max(len(g.prompt) for g in groups)
+    prompts = torch.full((len(groups), prompt_len), pad_id, dtype=torch.long)
+    prompt_mask = torch.zeros(len(groups), prompt_len, dtype=torch.long)
+    for gi, g in enumerate(groups):
+        prompts[gi, prompt_len - len(g.prompt) :] = torch.tensor(g.prompt, dtype=torch.long)
+        prompt_mask[gi, prompt_len - len(g.prompt) :] = 1
+    rows = [(gi, r, lp) for gi, g in enumerate(groups) for r, lp in zip(g.responses, g.logprobs, strict=True)]
+    length = max(1, *(len(r) for _, r, _ in rows))
+    ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
+    resp = torch.zeros(len(rows), length)
+    old = torch.zeros(len(rows), length)
+    for i, (_, response, logprobs) in enumerate(rows):
+        if len(logprobs) != len(response):
+            raise ValueError(f"engine returned {len(logprobs)} logprobs for {len(response)} tokens")
+        ids[i, : len(response)] = torch.tensor(list(response), dtype=torch.long)
+        resp[i, : len(response)] = 1
+        old[i, : len(response)] = torch.tensor(logprobs, dtype=torch.float32)
     group_index = torch.tensor([gi for gi, *_ in rows])
-    return Collated(ids, attn, resp, old, adv, group_index)
+    return Collated(prompts, prompt_mask, ids, resp, old, adv, group_index)

@@ -276,16 +276,19 @@ class RLTrainer:
             for k in range(n_micro):
                 with self.parallel.accumulate(last=k == n_micro - 1):
                     if k >= len(micro):  # this rank has no more micro-batches this step; others do
-                        self.parallel.dummy_backward()
+                        self.parallel.dummy_backward(grouped=True)
                         continue
                     sub = data.rows(micro[k])
-                    if cfg.track_entropy:  # from the same fused pass as the log-probs
-                        logp, entropy = self.parallel.logprobs(
-                            sub.input_ids, sub.attention_mask, return_entropy=True
-                        )
-                        entropy = entropy.detach()
-                    else:
-                        logp, entropy = self.parallel.logprobs(sub.input_ids, sub.attention_mask), None
+                    # Each group's prompt runs once, not once per response; the head at response tokens only.
+                    out = self.parallel.group_logprobs(
+                        sub.prompt_ids,
+                        sub.prompt_mask,
+                        sub.response_ids,
+                        sub.response_mask,
+                        sub.group_index,
+                        return_entropy=cfg.track_entropy,  # from the same fused pass as the log-probs
+                    )
+                    logp, entropy = (out[0], out[1].detach()) if cfg.track_entropy else (out, None)
                     loss, m = policy_loss(
                         cfg.algorithm,
                         logp,
