@@ -27,6 +27,10 @@ Fused log-probabilities (`kernels.logprobs`), the FP32 LM head of RL training wi
     selective_log_softmax(hidden, weight, labels, bias=None, chunk_size=1024,
                           vocab_chunk_size=4096, return_entropy=False) -> logp [, entropy]
     selective_log_softmax_from_logits(logits, labels, chunk_size=1024, return_entropy=False) -> logp [, entropy]
+
+RMSNorm with a hand-written backward (`kernels.rmsnorm`), MiniMaxRMSNorm's math:
+
+    rms_norm(x, weight, eps) -> weight * (x * rsqrt(mean(x^2, -1) + eps))   normalised in float32
 """
 
 from kernels.lightning import (
@@ -37,6 +41,7 @@ from kernels.lightning import (
     lightning_attn_triton,
 )
 from kernels.logprobs import IGNORE_INDEX, selective_log_softmax, selective_log_softmax_from_logits
+from kernels.rmsnorm import rms_norm
 
 __all__ = [
     "IGNORE_INDEX",
@@ -45,6 +50,7 @@ __all__ = [
     "lightning_attn_decode",
     "lightning_attn_naive",
     "lightning_attn_triton",
+    "rms_norm",
     "selective_log_softmax",
     "selective_log_softmax_from_logits",
 ]

@@ -38,9 +38,7 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * h.to(x.dtype)
+        return kernels.rms_norm(x, self.weight, self.eps)
 
 
 def slope_rate(num_heads: int, layer_idx: int, num_layers: int) -> torch.Tensor:

@@ -37,13 +37,30 @@ def _segment_len(B: int, H: int, C: int, D: int) -> int:
 
 
 def _scan(local: torch.Tensor, block: torch.Tensor, s0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """States before each chunk [B,H,N,Dk,Dv] and after the last, from each chunk's own contribution."""
+    """States before each chunk [B,H,N,Dk,Dv] and after the last, from each chunk's own contribution.
+    Each step writes its state straight into its slot (`out=`): a copy per chunk costs more than the step."""
     before = torch.empty_like(local)
-    state = s0
-    for n in range(local.shape[2]):
-        before[:, :, n] = state
-        state = torch.addcmul(local[:, :, n], block, state)
-    return before, state
+    before[:, :, 0] = s0
+    for n in range(1, local.shape[2]):
+        torch.addcmul(local[:, :, n - 1], block, before[:, :, n - 1], out=before[:, :, n])
+    return before, torch.addcmul(local[:, :, -1], block, before[:, :, -1])
+
+
+def _reverse_scan(
+    local: torch.Tensor, block: torch.Tensor, r: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The backward scan: the gradient at the end of each chunk [B,H,N,Dk,Dv] (R_n) given R at the end
+    of the last, and the gradient reaching the state before the first chunk."""
+    after = torch.empty_like(local)
+    after[:, :, -1] = r
+    for n in range(local.shape[2] - 1, 0, -1):
+        torch.addcmul(local[:, :, n], block, after[:, :, n], out=after[:, :, n - 1])
+    return after, torch.addcmul(local[:, :, 0], block, after[:, :, 0])
+
+
+def _plus_mm(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """c + a @ b over the leading [B, H, N] dims, the sum done inside the GEMM (c fresh, overwritten)."""
+    return c.flatten(0, 2).baddbmm_(a.flatten(0, 2), b.flatten(0, 2)).view(c.shape)
 
 
 class _LightningChunkFn(torch.autograd.Function):
@@ -59,7 +76,7 @@ class _LightningChunkFn(torch.autograd.Function):
         for t0 in range(0, T, L):
             qc, kc, vc = (_chunks(x, t0, L, C) for x in (q, k, v))
             before, state = _scan((kc * k_decay).transpose(-1, -2) @ vc, block, starts[-1])
-            oc = (qc * q_decay) @ before + ((qc @ kc.transpose(-1, -2)) * intra) @ vc
+            oc = _plus_mm((qc @ kc.transpose(-1, -2)).mul_(intra) @ vc, qc * q_decay, before)
             o[:, :, t0 : t0 + L] = oc.flatten(2, 3)
             starts.append(state)
         ctx.save_for_backward(q, k, v, slope, *starts[:-1])
@@ -81,17 +98,13 @@ class _LightningChunkFn(torch.autograd.Function):
             kd, vd, qd = kc * k_decay, vc * k_decay, qc * q_decay
             before, _ = _scan(kd.transpose(-1, -2) @ vc, block, s_start)  # recomputed, not stored
             # Reverse scan within the segment: after[n] is R_n, the gradient at the end of chunk n.
-            local = qd.transpose(-1, -2) @ doc
-            after = torch.empty_like(local)
-            for n in range(local.shape[2] - 1, -1, -1):
-                after[:, :, n] = r
-                r = torch.addcmul(local[:, :, n], block, r)
-            dov = (doc @ vc.transpose(-1, -2)) * intra
-            qk = (qc @ kc.transpose(-1, -2)) * intra
+            after, r = _reverse_scan(qd.transpose(-1, -2) @ doc, block, r)
+            dov = (doc @ vc.transpose(-1, -2)).mul_(intra)
+            qk = (qc @ kc.transpose(-1, -2)).mul_(intra)
             seg = slice(t0, t0 + L)
-            dq[:, :, seg] = ((doc * q_decay) @ before.transpose(-1, -2) + dov @ kc).flatten(2, 3)
-            dk[:, :, seg] = (vd @ after.transpose(-1, -2) + dov.transpose(-1, -2) @ qc).flatten(2, 3)
-            dv[:, :, seg] = (kd @ after + qk.transpose(-1, -2) @ doc).flatten(2, 3)
+            dq[:, :, seg] = _plus_mm(dov @ kc, doc * q_decay, before.transpose(-1, -2)).flatten(2, 3)
+            dk[:, :, seg] = _plus_mm(dov.transpose(-1, -2) @ qc, vd, after.transpose(-1, -2)).flatten(2, 3)
+            dv[:, :, seg] = _plus_mm(qk.transpose(-1, -2) @ doc, kd, after).flatten(2, 3)
         return dq, dk, dv, None, r, None
 
 
