@@ -3,6 +3,9 @@ repeatable, and refill rounds that ask for exactly the prompts still missing."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from m1model import Engine
 from m1model.rl.rollout import PromptPool
 from m1model.rl.trainer import RLConfig, RLTrainer
@@ -70,20 +73,70 @@ def test_rollouts_repeat_for_the_same_seed_and_step_and_differ_across_steps_and_
 
 
 def test_refill_rounds_ask_only_for_the_prompts_still_missing():
-    """Dynamic sampling: a round keeps its informative groups and the next asks for the rest."""
+    """Dynamic sampling: a round keeps its informative groups, the next asks for the rest, and
+    sampling stops as soon as the step has its prompts (here in round 4 of up to 5)."""
     kept_per_round = []
 
-    def reward(items, responses):  # groups of prompts 0, 4 and 8 are informative, the others all zero
-        kept_per_round.append(sum(1 for it in items[::4] if it["i"] % 4 == 0))
-        return [float(it["i"] % 4 == 0 and k % 2 == 0) for k, it in enumerate(items)]
+    def reward(items, responses):  # groups of prompts 0, 3, 6 and 9 are informative, the others all zero
+        kept_per_round.append(sum(1 for it in items[::4] if it["i"] % 3 == 0))
+        return [float(it["i"] % 3 == 0 and k % 2 == 0) for k, it in enumerate(items)]
 
-    t = trainer(reward=reward, prompts_per_step=3, max_sampling_rounds=4)
+    t = trainer(reward=reward, prompts_per_step=3, max_sampling_rounds=5)
     batch = t.rollout()
     asked = [n // 4 for n, _ in t.engine.calls]
-    assert len(asked) >= 2 and kept_per_round[0] > 0  # this seed refills after keeping some groups
+    assert 2 <= len(asked) < 5 and kept_per_round[0] > 0  # this seed refills, and stops before the last round
     missing = 3
     for n, kept in zip(asked, kept_per_round, strict=True):
         assert n == missing
         missing -= min(kept, missing)
-    assert len(batch.groups) == min(3, sum(kept_per_round)) and batch.rounds == len(asked)
-    assert all(g.index % 4 == 0 for g in batch.groups)
+    assert missing == 0 and len(batch.groups) == 3 and batch.rounds == len(asked)
+    assert all(g.index % 3 == 0 for g in batch.groups)
+
+
+def test_step_metrics_describe_every_sampled_group_of_the_step():
+    """reward and length statistics over every sampled response of every round, kept or not."""
+    rounds = []
+
+    def reward(items, responses):  # groups of prompts 0, 4 and 8 are informative, the others all zero
+        rounds.append(len(responses))
+        return [float(it["i"] % 4 == 0 and k % 2 == 0) for k, it in enumerate(items)]
+
+    t = trainer(
+        reward=reward,
+        prompts_per_step=3,
+        max_sampling_rounds=4,
+        max_new_tokens=3,
+        stop_token_ids=tuple(range(1, 8)),
+    )
+    seen = []
+    rollout = t.rollout
+    t.rollout = lambda: seen.append(rollout()) or seen[-1]
+    m = t.train_step()
+    [batch] = seen
+    assert len(batch.sampled_groups) == sum(n // 4 for n in rounds)  # every round's groups, kept or not
+    rewards = [r for g in batch.sampled_groups for r in g.rewards]
+    lengths = [len(r) for g in batch.sampled_groups for r in g.responses]
+    finish = [f for g in batch.sampled_groups for f in g.finish_reasons]
+    assert m["step"] == 1.0 and t.step == 1
+    assert m["groups_sampled"] == len(batch.sampled_groups) and m["sampling_rounds"] == len(rounds) >= 2
+    assert m["reward_mean"] == pytest.approx(np.mean(rewards)) and m["reward_std"] == pytest.approx(
+        np.std(rewards)
+    )
+    assert m["response_len_p99"] == pytest.approx(np.quantile(lengths, 0.99))
+    assert m["truncated_fraction"] == pytest.approx(finish.count("length") / len(finish))
+    assert 0 < m["truncated_fraction"] < 1
+
+
+def test_the_overlong_penalty_uses_the_current_window():
+    """DAPO's soft penalty over the window's last token: 0 up to 2 tokens, -1 at the full 3."""
+    t = trainer(
+        reward=lambda items, responses: [0.0] * len(responses),
+        max_new_tokens=3,
+        overlong_cache=1,
+        stop_token_ids=tuple(range(1, 8)),
+        dynamic_sampling=False,
+    )
+    batch = t.rollout()
+    pairs = [(len(resp), r) for g in batch.groups for resp, r in zip(g.responses, g.rewards, strict=True)]
+    assert {n for n, _ in pairs} >= {1, 3}
+    assert all(r == (-1.0 if n == 3 else 0.0) for n, r in pairs)
