@@ -1,0 +1,67 @@
+"""Details of one RL step a run depends on: step hooks see the step's batch and add their metrics, the
+timings add up, the prompt pool samples without replacement within its support, and the generation
+window reads an empty step and its boundary as documented."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from m1model import Engine
+from m1model.rl.rollout import PromptPool
+from m1model.rl.trainer import RLConfig, RLTrainer
+from m1model.rl.window import LengthWindow
+
+from .conftest import make_tiny_model
+
+
+def trainer(**kw) -> RLTrainer:
+    model = make_tiny_model()
+    pool = PromptPool([[1 + i % 5, 10 + i % 7, 2] for i in range(8)], [{"i": i} for i in range(8)])
+    cfg = RLConfig(group_size=4, prompts_per_step=2, max_new_tokens=4, micro_batch_size=8, seed=1)
+    return RLTrainer(model, Engine(model), lambda items, rs: [float(7 in r) for r in rs], pool, cfg, **kw)
+
+
+def test_step_hooks_see_the_trainer_and_the_batch_and_add_their_metrics():
+    seen = []
+
+    def count(trainer, batch):
+        seen.append((trainer, batch))
+        return {"hook_groups": float(len(batch.sampled_groups))}
+
+    t = trainer(step_hooks=[count, lambda trainer, batch: None])  # a hook may add nothing
+    m = t.train_step()
+    [(who, batch)] = seen
+    assert who is t and m["hook_groups"] == m["groups_sampled"] == len(batch.sampled_groups) > 0
+    assert {
+        "reward_mean",
+        "loss",
+        "finite",
+    } <= m.keys()  # the hook's metrics join the step's, not replace them
+
+
+def test_step_timings_are_durations_that_add_up():
+    m = trainer().train_step()
+    assert 0 < m["rollout_seconds"] < m["seconds"] < 600
+    assert 0 < m["update_seconds"] <= m["seconds"] - m["rollout_seconds"] + 1e-9
+
+
+def test_prompt_pool_samples_distinct_prompts_within_its_support():
+    pool = PromptPool([[i] for i in range(4)], list(range(4)))
+    rng = np.random.default_rng(0)
+    assert sorted(pool.sample(4, rng)) == [0, 1, 2, 3]  # all of them, each once
+    assert len(pool.sample(6, rng)) == 6  # more than the pool: with replacement
+    pool.set_weights([1.0, 1.0, 0.0, 0.0])
+    picks = pool.sample(2, rng)
+    assert sorted(picks) == [0, 1]  # within the weighted support, each once
+    picks = pool.sample(3, rng)  # more than the support: with replacement, never a zero-weight prompt
+    assert len(picks) == 3 and set(picks) <= {0, 1}
+
+
+def test_window_reads_an_empty_step_as_length_zero_and_widens_at_exactly_near_times_the_window():
+    window = LengthWindow(start=10, limit=20, step=5, near=0.9, ppl_steps=1, ppl_tol=0.5)
+    m = window.observe(np.array([]), mean_nll=1.0)
+    assert m["response_len_p99_ratio"] == 0.0 and m["window_length_ready"] == 0.0
+    m = window.observe(np.full(5, 9), mean_nll=1.0)  # p99 == 0.9 * 10: "nears the window"
+    assert m["window_length_ready"] == 1.0 and m["window_widened"] == 1.0 and window.current == 15
+    assert window.observe(np.full(5, 9), mean_nll=1e9)["perplexity"] == pytest.approx(np.exp(50.0))
