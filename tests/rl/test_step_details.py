@@ -65,3 +65,34 @@ def test_window_reads_an_empty_step_as_length_zero_and_widens_at_exactly_near_ti
     m = window.observe(np.full(5, 9), mean_nll=1.0)  # p99 == 0.9 * 10: "nears the window"
     assert m["window_length_ready"] == 1.0 and m["window_widened"] == 1.0 and window.current == 15
     assert window.observe(np.full(5, 9), mean_nll=1e9)["perplexity"] == pytest.approx(np.exp(50.0))
+
+
+def test_after_step_hooks_see_the_finished_metrics_and_steps_count_up():
+    seen = []
+
+    def after(trainer, metrics):
+        seen.append((trainer.step, dict(metrics)))
+        return {"after": metrics["step"] * 10}
+
+    t = trainer(after_step=[after, lambda trainer, metrics: None])
+    first, second = t.train_step(), t.train_step()
+    assert t.step == 2 and (first["step"], second["step"]) == (1.0, 2.0)
+    assert [step for step, _ in seen] == [1, 2]  # called once the step has counted itself
+    assert "seconds" in seen[0][1] and "loss" in seen[0][1]
+    assert (first["after"], second["after"]) == (10.0, 20.0) and "reward_mean" in second
+    assert [h["step"] for h in t.history] == [1.0, 2.0]
+
+
+def test_checkpoints_every_n_steps_only_with_a_directory(tmp_path):
+    from m1model.rl.checkpoint import list_checkpoints
+
+    t = trainer(checkpoint_dir=tmp_path, checkpoint_every=2)
+    t.train_step()
+    assert list_checkpoints(tmp_path) == []
+    t.train_step()
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step-000002"]
+    t.train_step()
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step-000002"]
+    never = trainer(checkpoint_every=1)  # no directory: nothing to write, and no error
+    never.train_step()
+    assert never.checkpoint_dir is None
