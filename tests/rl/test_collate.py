@@ -61,3 +61,18 @@ def test_collate_refuses_logprobs_that_do_not_match_the_tokens():
     bad.logprobs[0] = [-0.5]
     with pytest.raises(ValueError, match="1 logprobs for 2 tokens"):
         collate([bad], normalize_std=False)
+
+
+def test_collate_pads_with_0_by_default_and_normalises_by_the_group_std_when_asked():
+    data = collate(GROUPS, normalize_std=True)
+    assert data.prompt_ids[1].tolist() == [0, 0, 0, 0, 8] and data.response_ids[0].tolist() == [10, 0, 0, 0]
+    # group 0: rewards (1, 0), mean 0.5, unbiased std 0.7071: advantages +-0.7071; all-equal groups 0
+    torch.testing.assert_close(
+        data.advantages, torch.tensor([0.7071, -0.7071, 0.0, 0.0, -0.7071, 0.7071]), atol=1e-4, rtol=0
+    )
+
+
+def test_collate_of_one_token_responses_has_one_response_column():
+    groups = [_group(0, [5], [[10], [11]], [1.0, 0.0])]
+    data = collate(groups, normalize_std=False)
+    assert data.response_ids.tolist() == [[10], [11]] and data.response_mask.shape == (2, 1)

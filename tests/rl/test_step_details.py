@@ -96,3 +96,16 @@ def test_checkpoints_every_n_steps_only_with_a_directory(tmp_path):
     never = trainer(checkpoint_every=1)  # no directory: nothing to write, and no error
     never.train_step()
     assert never.checkpoint_dir is None
+
+
+def test_window_perplexity_signal_reads_the_last_ppl_steps_changes_against_a_strict_tolerance():
+    window = LengthWindow(start=10, ppl_steps=1, ppl_tol=0.5)
+    first = window.observe(np.full(3, 2), mean_nll=0.0)
+    assert first["perplexity"] == 1.0 and first["perplexity_change"] == -1.0  # nothing to compare yet
+    assert window.observe(np.full(3, 2), mean_nll=2.0)["window_ppl_ready"] == 0.0  # 1 -> e^2
+    settled = window.observe(np.full(3, 2), mean_nll=2.0)  # only the last change counts: ready
+    assert settled["window_ppl_ready"] == 1.0 and settled["perplexity_change"] == 0.0
+    a, b = np.exp(2.0), np.exp(2.5)
+    exact = LengthWindow(start=10, ppl_steps=1, ppl_tol=abs(b - a) / a)
+    exact.observe(np.full(3, 2), mean_nll=2.0)
+    assert exact.observe(np.full(3, 2), mean_nll=2.5)["window_ppl_ready"] == 0.0  # a change of exactly tol
