@@ -76,3 +76,10 @@ def test_collate_of_one_token_responses_has_one_response_column():
     groups = [_group(0, [5], [[10], [11]], [1.0, 0.0])]
     data = collate(groups, normalize_std=False)
     assert data.response_ids.tolist() == [[10], [11]] and data.response_mask.shape == (2, 1)
+
+
+def test_collate_refuses_a_group_with_fewer_logprob_lists_than_responses():
+    bad = _group(0, [5], [[10], [11]], [1.0, 0.0])
+    bad.logprobs = bad.logprobs[:1]
+    with pytest.raises(ValueError, match="shorter"):
+        collate([bad], normalize_std=False)
