@@ -265,7 +265,7 @@ class M1Model(nn.Module):
             else attention_mask.bool()
         )
         padded = attention_mask is not None and not bool(mask.all())
-        if padded and cache is None and not bool((mask[:, 1:] > mask[:, :-1]).any()):
+        if padded and cache is None and _right_padded(mask):
             # Right padding only (a training batch): causally no real token sees a pad, and RoPE positions
             # are the same, so the unpadded path gives the real positions' results without any masking.
             padded = False
@@ -298,6 +298,11 @@ class M1Model(nn.Module):
         emb = torch.cat((freqs, freqs), dim=-1)
         dtype = self.embed_tokens.weight.dtype
         return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
+
+
+def _right_padded(mask: torch.Tensor) -> bool:
+    """Whether every row of a [B, T] real-token mask has its pads only after its real tokens."""
+    return not bool((mask[:, 1:] > mask[:, :-1]).any())
 
 
 def _softmax_mask(full_mask: torch.Tensor, T: int) -> torch.Tensor:
@@ -413,7 +418,7 @@ class M1ForCausalLM(nn.Module):
         group instead of once per response. return_entropy as in `token_logprobs`.
         """
         real = response_mask.bool()
-        if not bool(prompt_mask[:, -1].all()) or bool((real[:, 1:] > real[:, :-1]).any()):
+        if not bool(prompt_mask[:, -1].all()) or not _right_padded(real):
             raise ValueError("group_logprobs needs left-padded prompts and right-padded responses")
         cache = M1Cache()
         h_prompt = self.model(prompt_ids, prompt_mask, cache)[:, -1:]
