@@ -9,10 +9,13 @@ needed on one machine). Every deployment takes the same
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import sys
 
 from flows.config import PipelineConfig
+from flows.errors import M1Error
 
 
 def deployments(config: PipelineConfig, cron: str | None = None) -> list:
@@ -73,56 +76,104 @@ def deployments(config: PipelineConfig, cron: str | None = None) -> list:
     ]
 
 
+_START_ONE = "start one with `m1 ui`, or point PREFECT_API_URL at a running one"
+
+
 def serve_deployments(config: PipelineConfig, cron: str | None = None) -> None:
     """Serve the deployments from this process (Prefect's `serve`) until SIGTERM or Ctrl-C.
 
     On the way out Prefect's runner pauses every deployment's schedule through the API, with the
-    client's retries and backoff: when the server went away first, that takes minutes, and the process
-    sits out a second SIGTERM meanwhile. So a stop first asks the server's /health (2 s); when it does
-    not answer, we say so and stop without the pause (there is nothing to pause it on).
+    client's retries and backoff: when the server went away first, that takes minutes. So a stop first
+    asks the server's /health (2 s); when it does not answer, we say so and stop without the pause
+    (there is nothing to pause it on).
     """
-    import asyncio
     import signal
 
-    from prefect.exceptions import TerminationSignal
     from prefect.runner import Runner
     from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
 
+    if not _server_reachable():  # registering the deployments would fail with a traceback
+        raise M1Error(f"the Prefect server at {PREFECT_API_URL.value()} is unreachable; {_START_ONE}")
     served = deployments(config, cron)
     runner = Runner(name="m1-deploy", pause_on_shutdown=True)
     for d in served:
         runner.add_deployment(d)
-    graceful = runner.handle_sigterm
-
-    def stop(signum: int, frame) -> None:
-        if not _server_reachable():
-            print(
-                f"m1 deploy: the Prefect server at {PREFECT_API_URL.value()} is unreachable; "
-                "stopping without pausing the schedules",
-                file=sys.stderr,
-                flush=True,
-            )
-            runner.pause_on_shutdown = False
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        graceful(signum, frame)
-
-    # Runner.start() installs `runner.handle_sigterm` for SIGTERM; installed here too, a signal that
-    # comes before start() gets there is handled alike. Ctrl-C goes through the same check.
-    runner.handle_sigterm = stop
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    request = _StopRequest()
+    # Runner.start() installs `runner.handle_sigterm` for SIGTERM: it must record the request too.
+    runner.handle_sigterm = request
+    signal.signal(signal.SIGTERM, request)
+    signal.signal(signal.SIGINT, request)
     names = "\n".join(f"  {d.flow_name}/{d.name}" for d in served)
     where = PREFECT_UI_URL.value() or PREFECT_API_URL.value() or "the ephemeral Prefect server"
-    print(
+    serving = (
         f"m1 deploy: deployments being served (start runs from {where}, or with "
-        f"`prefect deployment run NAME`; Ctrl-C or SIGTERM stops):\n{names}",
-        flush=True,
+        f"`prefect deployment run NAME`; Ctrl-C or SIGTERM stops):\n{names}"
     )
-    try:
-        asyncio.run(runner.start())
-    except (KeyboardInterrupt, TerminationSignal):
-        pass
+    asyncio.run(_serve_until_stopped(runner, request, serving))
+
+
+class _StopRequest:
+    """The signal handler: it only records the stop, and the serving loop acts on it.
+
+    An exception raised from a signal handler lands in whatever code runs at that moment; Prefect's
+    runner start-up swallowed a KeyboardInterrupt that way, and the process kept serving. A second
+    signal while the stop is under way exits at once.
+    """
+
+    def __init__(self) -> None:
+        self.signals = 0
+        self._event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.signals += 1
+        if self.signals > 1:
+            print("m1 deploy: second signal; exiting now", file=sys.stderr, flush=True)
+            os._exit(128 + signum)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._event.set)
+
+    async def wait(self) -> None:
+        self._event = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        if self.signals:  # came before the loop ran
+            self._event.set()
+        await self._event.wait()
+
+
+async def _serve_until_stopped(runner, request: _StopRequest, serving_message: str) -> None:
+    """Run ``runner`` until a stop is requested; ``serving_message`` once it polls for runs (a script
+    waiting for it knows the deployments are registered and served)."""
+    from prefect.settings import PREFECT_API_URL
+
+    async def started() -> None:
+        while not runner.started:
+            await asyncio.sleep(0.05)
+        print(serving_message, flush=True)
+
+    serving = asyncio.ensure_future(runner.start())
+    stopped = asyncio.ensure_future(request.wait())
+    announced = asyncio.ensure_future(started())
+    await asyncio.wait([serving, stopped], return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    announced.cancel()
+    reachable = await asyncio.to_thread(_server_reachable)
+    unreachable = f"the Prefect server at {PREFECT_API_URL.value()} is unreachable"
+    if serving.done():  # the runner gave up on its own: start-up failed
+        if serving.exception() is not None and not reachable:
+            raise M1Error(f"{unreachable}; {_START_ONE}")
+        return serving.result()
+    if not reachable:
+        print(
+            f"m1 deploy: {unreachable}; stopping without pausing the schedules", file=sys.stderr, flush=True
+        )
+        runner.pause_on_shutdown = False
+    if runner.started:  # cancels in-flight runs and the polling, then start() leaves the runner
+        await runner.astop()
+    else:  # still starting up (against a server that may be gone): nothing runs yet
+        serving.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await serving
 
 
 def _server_reachable(timeout_s: float = 2.0) -> bool:

@@ -1,6 +1,7 @@
 """Bad input to `m1 run`: one clear line naming the file and the problem, exit 2, nothing written."""
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +85,26 @@ def test_help_lists_subcommands(tmp_path):
     assert proc.returncode == 0
     for cmd in ("run", "ui", "deploy", "verify", "curate", "logic", "model", "train", "serve", "bench"):
         assert f" {cmd} " in proc.stdout
+
+
+def test_deploy_without_a_reachable_server_is_one_line(tmp_path):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    api = f"http://127.0.0.1:{port}/api"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "M1_HOME": str(tmp_path / "home"),
+        "HOME": str(tmp_path),
+        "PREFECT_API_URL": api,
+    }
+    proc = subprocess.run([*M1, "deploy"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [
+        f"error: the Prefect server at {api} is unreachable; start one with `m1 ui`, or point "
+        "PREFECT_API_URL at a running one"
+    ]
+    assert "being served" not in proc.stdout
 
 
 @pytest.mark.slow
