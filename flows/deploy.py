@@ -131,7 +131,8 @@ class _StopRequest:
             print("m1 deploy: second signal; exiting now", file=sys.stderr, flush=True)
             os._exit(128 + signum)
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._event.set)
+            with contextlib.suppress(RuntimeError):  # the loop has closed: we are on the way out already
+                self._loop.call_soon_threadsafe(self._event.set)
 
     async def wait(self) -> None:
         self._event = asyncio.Event()

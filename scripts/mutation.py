@@ -68,6 +68,10 @@ PACKAGES = [
             "tests/rl/test_step_details.py",
             "tests/rl/test_loss_boundaries.py",
             "tests/rl/test_faults.py",  # its fast tests: checkpoints written, found and resumed
+            "tests/rl/test_checkpoint_contract.py",
+            "tests/rl/test_update_contract.py",
+            "tests/rl/test_loss_values.py",
+            "tests/rl/test_rl_wiring.py",
         ],
         "distributed.py's multi-rank paths and checkpoint resume run only under torchrun / slow tests",
     ),

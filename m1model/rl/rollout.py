@@ -139,7 +139,8 @@ class Collated:
         to the longest prompt and the longest response among them."""
         groups, group_index = self.group_index[index].unique(return_inverse=True)
         prompt_len = int(self.prompt_mask[groups].sum(1).max())
-        length = int(self.response_mask[index].sum(1).max())
+        # Rows of empty responses (EOS first) keep one masked column: the forward needs a token.
+        length = max(1, int(self.response_mask[index].sum(1).max()))
         return Collated(
             self.prompt_ids[groups, -prompt_len:],
             self.prompt_mask[groups, -prompt_len:],
