@@ -73,7 +73,7 @@ PACKAGES = [
             "tests/rl/test_loss_values.py",
             "tests/rl/test_rl_wiring.py",
         ],
-        "distributed.py's multi-rank paths and checkpoint resume run only under torchrun / slow tests",
+        "distributed.py's multi-rank paths run only under torchrun (the slow tests)",
     ),
     Package(
         "curate",

@@ -140,3 +140,15 @@ def test_the_overlong_penalty_uses_the_current_window():
     pairs = [(len(resp), r) for g in batch.groups for resp, r in zip(g.responses, g.rewards, strict=True)]
     assert {n for n, _ in pairs} >= {1, 3}
     assert all(r == (-1.0 if n == 3 else 0.0) for n, r in pairs)
+
+
+def test_no_two_steps_sample_with_the_same_seed():
+    """Seeds come from a 31-bit range: over 40 steps none repeats (a narrow range would replay one
+    step's random stream in a later step)."""
+    t = trainer(dynamic_sampling=False, prompts_per_step=1)
+    for step in range(40):
+        t.step = step
+        t.rollout()
+    seeds = [params.seed for _, params in t.engine.calls]
+    assert len(seeds) == 40 and len(set(seeds)) == 40
+    assert all(0 <= s < 2**31 for s in seeds)
