@@ -158,13 +158,12 @@ async def _serve_until_stopped(runner, request: _StopRequest, serving_message: s
     await asyncio.wait([serving, stopped], return_when=asyncio.FIRST_COMPLETED)
     stopped.cancel()
     announced.cancel()
-    reachable = await asyncio.to_thread(_server_reachable)
     unreachable = f"the Prefect server at {PREFECT_API_URL.value()} is unreachable"
     if serving.done():  # the runner gave up on its own: start-up failed
-        if serving.exception() is not None and not reachable:
+        if serving.exception() is not None and not await asyncio.to_thread(_server_reachable):
             raise M1Error(f"{unreachable}; {_START_ONE}")
         return serving.result()
-    if not reachable:
+    if not await asyncio.to_thread(_server_reachable):
         print(
             f"m1 deploy: {unreachable}; stopping without pausing the schedules", file=sys.stderr, flush=True
         )

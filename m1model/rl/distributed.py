@@ -195,8 +195,9 @@ class DataParallel:
     ``logprobs(ids, mask, return_entropy=False)`` and ``group_logprobs(...)`` (the model's methods) are
     the differentiable forwards (through DDP/FSDP when distributed); ``accumulate(last)`` is the
     context for one micro-batch's backward, which synchronises gradients only on the last micro-batch
-    of an optimizer step. ``model`` itself stays the object callers hold: with DDP it keeps its whole weights (generation, validation and checkpoints use
-    it as before); with FSDP its parameters become DTensor shards, so read them with `full_state_dict`.
+    of an optimizer step. ``model`` itself stays the object callers hold: with DDP it keeps its whole
+    weights (generation, validation and checkpoints use it as before); with FSDP its parameters become
+    DTensor shards, so read them with `full_state_dict`.
     """
 
     def __init__(self, model: torch.nn.Module, ctx: DistContext = SINGLE, strategy: Strategy = "ddp"):
