@@ -6,11 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from m1model import Engine
 from m1model.rl import checkpoint
 from m1model.rl.checkpoint import latest_checkpoint, list_checkpoints, load_state, rng_state, save_checkpoint
 from m1model.rl.trainer import RLConfig, RLTrainer
-from tests.rl.test_trainer import contains_target, pool, rl_config
+from tests.rl.test_trainer import make_trainer
 
 
 def names(root) -> list[str]:
@@ -108,17 +107,8 @@ def stateless_hook(trainer, batch):
 
 
 def trainer(model, checkpoint_dir=None, hooks=(), keep_last=2) -> RLTrainer:
-    cfg = rl_config(updates_per_batch=1, group_size=2, prompts_per_step=2)
-    return RLTrainer(
-        model,
-        Engine(model),
-        contains_target,
-        pool(),
-        cfg,
-        checkpoint_dir=checkpoint_dir,
-        step_hooks=hooks,
-        keep_last=keep_last,
-    )
+    options = {"step_hooks": hooks, "keep_last": keep_last}
+    return make_trainer(model, checkpoint_dir, options, updates_per_batch=1, group_size=2, prompts_per_step=2)
 
 
 def test_the_trainer_state_holds_what_resume_reads(tmp_path, tiny_model):

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from m1model import Engine
 from m1model.rl.checkpoint import list_checkpoints
 from m1model.rl.optim import paper_adamw
 from m1model.rl.rollout import Group, PromptPool, score_groups
 from m1model.rl.trainer import RLTrainer, _mismatch_metrics, _mismatch_sums
 from m1model.rl.window import LengthWindow
-from tests.rl.test_trainer import contains_target, pool, rl_config
+from tests.rl.test_trainer import make_trainer
 
 
 def message(error: pytest.ExceptionInfo) -> str:
@@ -68,9 +67,9 @@ def test_the_papers_adamw_takes_the_weight_decay_it_is_given(weight_decay):
     assert paper_adamw(params, 1e-3).param_groups[0]["weight_decay"] == 0.0  # not AdamW's own 0.01
 
 
-def make(model, checkpoint_dir=None, **kw) -> RLTrainer:
-    cfg = rl_config(group_size=2, prompts_per_step=2, updates_per_batch=1, **kw.pop("cfg", {}))
-    return RLTrainer(model, Engine(model), contains_target, pool(), cfg, checkpoint_dir=checkpoint_dir, **kw)
+def make(model, checkpoint_dir=None, cfg=None, **options) -> RLTrainer:
+    settings = dict(group_size=2, prompts_per_step=2, updates_per_batch=1) | (cfg or {})
+    return make_trainer(model, checkpoint_dir, options, **settings)
 
 
 def test_the_trainer_hands_its_settings_to_its_parts(tiny_model):

@@ -40,9 +40,17 @@ def rl_config(**kw) -> RLConfig:
     return RLConfig(**(base | kw))
 
 
-def make_trainer(model, checkpoint_dir=None, **kw) -> RLTrainer:
+def make_trainer(model, checkpoint_dir=None, options: dict | None = None, **kw) -> RLTrainer:
+    """A trainer on ``pool()`` rewarded by `contains_target`; ``kw`` override `rl_config`, ``options``
+    are RLTrainer's own keyword arguments (step hooks, keep_last, strategy, ...)."""
     return RLTrainer(
-        model, Engine(model), contains_target, pool(), rl_config(**kw), checkpoint_dir=checkpoint_dir
+        model,
+        Engine(model),
+        contains_target,
+        pool(),
+        rl_config(**kw),
+        checkpoint_dir=checkpoint_dir,
+        **(options or {}),
     )
 
 

@@ -11,16 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-from m1model import Engine
 from m1model.rl.losses import LossConfig, policy_loss
 from m1model.rl.rollout import Group, RolloutBatch, collate
 from m1model.rl.trainer import RLTrainer
-from tests.rl.test_trainer import contains_target, pool, rl_config
+from tests.rl.test_trainer import make_trainer
 
 
 def make(model, **cfg) -> RLTrainer:
     settings = dict(group_size=4, prompts_per_step=4, updates_per_batch=1, max_sampling_rounds=1) | cfg
-    return RLTrainer(model, Engine(model), contains_target, pool(), rl_config(**settings))
+    return make_trainer(model, **settings)
 
 
 @pytest.fixture(scope="module")
