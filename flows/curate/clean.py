@@ -57,11 +57,13 @@ def encoding_problem(text: str) -> str | None:
 
 def latex_problem(text: str) -> str | None:
     """Why the LaTeX delimiters of `text` are broken, or None."""
-    body = text.replace("\\$", "").replace("\\{", "").replace("\\}", "")
+    # an escaped dollar becomes a space, not nothing: "$\\$$" must not read as "$$"
+    body = text.replace("\\$", " ").replace("\\{", "").replace("\\}", "")
     if body.count("$$") % 2:
         return "broken LaTeX: unbalanced $$"
-    singles = _MONEY.sub("", body.replace("$$", ""))  # "$5 each" is money, not math
-    if singles.count("$") % 2:
+    singles = body.replace("$$", "")
+    # "$5 each" is money, not math; but "$2 + 3$" is math: broken only if neither reading balances
+    if singles.count("$") % 2 and _MONEY.sub("", singles).count("$") % 2:
         return "broken LaTeX: unbalanced $"
     for left, right in (("\\(", "\\)"), ("\\[", "\\]")):
         if body.count(left) != body.count(right):

@@ -26,6 +26,8 @@ MATCH_SCHEMA = {
     "score": pl.Float64,
 }
 
+BENCH_SCHEMA = {"benchmark": pl.String, "benchmark_id": pl.String, "text": pl.String}
+
 
 def _benchmark_frame(
     benchmarks: dict[str, pl.DataFrame] | list[str | Path], text_column: str, id_column: str
@@ -49,11 +51,12 @@ def _benchmark_frame(
                     "benchmark": [name] * df.height,
                     "benchmark_id": ids,
                     "text": df[text_column].cast(pl.String),
-                }
+                },
+                schema=BENCH_SCHEMA,  # an empty benchmark's columns would otherwise be Null
             )
         )
     if not frames:
-        return pl.DataFrame(schema={"benchmark": pl.String, "benchmark_id": pl.String, "text": pl.String})
+        return pl.DataFrame(schema=BENCH_SCHEMA)
     return pl.concat(frames)
 
 
@@ -92,7 +95,9 @@ def ngram_matches(
     found = np.unique(found, axis=0)  # distinct (row, benchmark row, n-gram): few, only the hits
     pair_key, shared = np.unique(found[:, 0] * len(b_count) + found[:, 1], return_counts=True)
     row, brow = pair_key // len(b_count), pair_key % len(b_count)
-    score = shared / np.maximum(b_count[brow], 1)
+    # Share of the item's distinct n-grams (a repeated n-gram counts once on both sides).
+    b_distinct = np.unique(np.stack([b_row, b_hash.view(np.int64)], axis=1), axis=0)[:, 0]
+    score = shared / np.maximum(np.bincount(b_distinct, minlength=len(b_count))[brow], 1)
     best = np.lexsort((-score, row))
     first = np.r_[True, row[best][1:] != row[best][:-1]]
     pick = best[first]
