@@ -25,6 +25,7 @@ from flows.curate.text import (
     word_tokens,
 )
 from flows.errors import InputError
+from tests.curate.helpers import removed_reasons
 
 # --- last_boxed -------------------------------------------------------------------------------------
 
@@ -160,10 +161,6 @@ def test_real_math_verify_verdicts():
 # --- extract_answers --------------------------------------------------------------------------------
 
 
-def _reasons(res) -> dict[str, str]:
-    return dict(zip(res.removed["id"], res.removed["reason"], strict=True))
-
-
 def test_extract_answers_reasons_word_for_word():
     long_prose = "the cat sat on the mat " * 5
     df = pl.DataFrame(
@@ -180,7 +177,7 @@ def test_extract_answers_reasons_word_for_word():
         }
     )
     res = extract_answers(df)
-    assert _reasons(res) == {
+    assert removed_reasons(res) == {
         "ws": "no reference solution",
         "fbox": "unbalanced \\boxed{ in the reference",
         "two": "answer 'blue or green' (answer-is) is words ('blue'), not a rule-checkable expression",
@@ -396,7 +393,7 @@ def test_by_default_a_short_text_is_one_ngram_of_all_its_words():
 def test_unparseable_answers_are_quoted_to_60_characters():
     answer = "\\$" * 31  # 62 characters that math-verify cannot read
     res = extract_answers(pl.DataFrame({"id": ["a"], "reference": [f"\\boxed{{{answer}}}"]}))
-    assert _reasons(res) == {"a": "answer '" + "\\\\$" * 30 + "' (boxed) not parseable by math-verify"}
+    assert removed_reasons(res) == {"a": "answer '" + "\\\\$" * 30 + "' (boxed) not parseable by math-verify"}
 
 
 def test_the_reason_column_is_text_even_when_every_row_is_kept():

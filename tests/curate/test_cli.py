@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -12,6 +11,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.errors import InputError
+from tests.curate.helpers import write_jsonl
 
 runner = CliRunner()
 BASE = "the quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat all day long"
@@ -19,11 +19,6 @@ BASE = "the quick brown fox jumps over the lazy dog while the cat sleeps on the 
 
 def m1(*args: str):
     return runner.invoke(app, list(args))
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 @pytest.mark.parametrize("method", ["exact", "minhash"])

@@ -17,6 +17,7 @@ from flows.curate import embed as embed_module
 from flows.curate.contamination import MATCH_SCHEMA, decontaminate, ngram_matches
 from flows.errors import InputError
 from flows.store import StepCount
+from tests.curate.helpers import write_jsonl
 
 
 def words(start: int, count: int) -> str:
@@ -78,8 +79,8 @@ def test_benchmark_ids_come_from_the_id_column_as_text_or_from_name_and_position
 def test_benchmark_files_are_named_by_their_stem_and_match_like_frames(tmp_path):
     with_ids = [{"id": "a-1", "prompt": words(0, 8)}, {"id": "a-2", "prompt": words(10, 8)}]
     without_ids = [{"prompt": words(20, 8)}, {"prompt": words(30, 8)}]
-    (tmp_path / "algebra.jsonl").write_text("".join(json.dumps(r) + "\n" for r in with_ids))
-    (tmp_path / "geo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in without_ids))
+    write_jsonl(tmp_path / "algebra.jsonl", with_ids)
+    write_jsonl(tmp_path / "geo.jsonl", without_ids)
     df = items(p=words(10, 8), q="and " + words(30, 8), r=words(50, 8))
 
     from_files = decontaminate(df, [tmp_path / "algebra.jsonl", str(tmp_path / "geo.jsonl")], ngram=8)

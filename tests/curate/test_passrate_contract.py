@@ -15,6 +15,7 @@ import pytest
 
 from flows.curate.passrate import passrate_filter
 from flows.errors import InputError
+from tests.curate.helpers import removed_reasons
 
 # Verifier plugins loaded from a plugin directory, as a user's own verifiers are.
 PLUGIN = textwrap.dedent(
@@ -97,10 +98,6 @@ def solved_first(counts: dict[str, int], right: Callable[[str], str], wrong: str
     return lambda p, i: right(p) if i < counts[p] else wrong
 
 
-def reasons(res) -> dict[str, str]:
-    return dict(zip(res.removed["id"], res.removed["reason"], strict=True))
-
-
 def test_defaults_use_8_samples_the_math_verifier_and_bounds_0_and_0_9():
     df = pl.DataFrame(
         {
@@ -118,7 +115,7 @@ def test_defaults_use_8_samples_the_math_verifier_and_bounds_0_and_0_9():
     assert sampler.calls == [(["p0", "p1", "p7", "p8"], 8)]
     assert res.kept["id"].to_list() == ["once", "seven"]
     assert res.kept["pass_rate"].to_list() == [0.125, 0.875]
-    assert reasons(res) == {
+    assert removed_reasons(res) == {
         "never": "too hard: pass rate 0.0 <= 0.0 (8 samples)",
         "always": "too easy: pass rate 1.0 >= 0.9 (8 samples)",
     }
@@ -138,7 +135,7 @@ def test_bounds_are_exclusive_for_keeping_and_reasons_round_to_3_places(plugins)
     sampler = ScriptedSampler(lambda p, i: "r=1.0" if i < int(p) else "r=0.0")
     res = passrate_filter(df, sampler, k=4, low=0.25, high=0.75, verifier="scripted", plugin_dirs=plugins)
     assert res.kept["id"].to_list() == ["c"]
-    assert reasons(res) == {
+    assert removed_reasons(res) == {
         "a": "too hard: pass rate 0.0 <= 0.25 (4 samples)",
         "b": "too hard: pass rate 0.25 <= 0.25 (4 samples)",
         "d": "too easy: pass rate 0.75 >= 0.75 (4 samples)",
@@ -149,8 +146,8 @@ def test_bounds_are_exclusive_for_keeping_and_reasons_round_to_3_places(plugins)
     res3 = passrate_filter(
         df.head(3), sampler, k=3, low=0.4, high=0.6, verifier="scripted", plugin_dirs=plugins
     )
-    assert reasons(res3)["b"] == "too hard: pass rate 0.333 <= 0.4 (3 samples)"
-    assert reasons(res3)["c"] == "too easy: pass rate 0.667 >= 0.6 (3 samples)"
+    assert removed_reasons(res3)["b"] == "too hard: pass rate 0.333 <= 0.4 (3 samples)"
+    assert removed_reasons(res3)["c"] == "too easy: pass rate 0.667 >= 0.6 (3 samples)"
     assert res3.rates["pass_rate"].to_list() == [0.0, 1 / 3, 2 / 3]  # unrounded in the evidence
 
 

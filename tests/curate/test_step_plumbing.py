@@ -31,6 +31,7 @@ from flows.errors import InputError
 from flows.runner import ROW
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON
 from flows.store import DatasetStore, StepCount
+from tests.curate.helpers import write_jsonl
 
 
 def key(**parameters) -> str:
@@ -271,11 +272,6 @@ def test_ingested_describes_the_columns_it_read(tmp_path):
         "metadata.difficulty <- level, prompt <- question (inferred), reference <- answer (inferred)"
     )
     assert Ingested(pl.DataFrame(), pl.DataFrame(), 0, 0).describe_mapping() == ""
-
-
-def write_jsonl(path, rows: list[dict]):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def test_benchmark_columns_are_found_by_their_usual_names(tmp_path):
