@@ -23,6 +23,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,11 +134,23 @@ def _failure(error: dict[str, str] | None, code: int, log_path: Path, nproc: int
         if isinstance(kind, type) and issubclass(kind, M1Error):
             return kind(error["message"])
         return RuntimeError(error["message"])
-    lines = log_path.read_text(errors="replace").splitlines()[-25:] if log_path.exists() else []
+    lines = log_path.read_text(errors="replace").splitlines() if log_path.exists() else []
     return RuntimeError(
-        f"training on {nproc} processes failed (torchrun exit {code}); last lines of {log_path}:\n"
-        + "\n".join(lines)
+        f"training on {nproc} processes failed (torchrun exit {code}); from {log_path}:\n"
+        + "\n".join(_worker_errors(lines) + ["..."] + lines[-25:])
     )
+
+
+_CAUSE = re.compile(r"Traceback \(most recent call last\)|terminate called|what\(\):|Fatal Python error")
+
+
+def _worker_errors(lines: list[str], keep: int = 20) -> list[str]:
+    """The first thing a rank printed when it failed (a traceback, a C++ abort), which torchrun's summary at
+    the end of the log leaves out."""
+    for i, line in enumerate(lines):
+        if _CAUSE.search(line):
+            return lines[i : i + keep]
+    return []
 
 
 # -- the agent and the workers ---------------------------------------------------------------------------

@@ -154,7 +154,11 @@ def init_from_env(timeout_s: float = 1800) -> DistContext:
 
 
 def shutdown() -> None:
+    """Leave the group together: every rank waits for the others before tearing it down. Rank 0 writes
+    the outputs after the others are done, and a rank that closes its connections while a peer still
+    holds the group open can die in gloo's teardown (SIGABRT) instead of exiting cleanly."""
     if dist.is_available() and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
 
 

@@ -104,3 +104,27 @@ def test_a_user_error_on_the_ranks_is_the_same_one_line_error(tiny_stage, tmp_pa
         run_stage(elsewhere, "a")
     with pytest.raises(ConfigError, match="batch_size 1 is smaller than train.nproc 2"):
         run_stage(load_config(path, ["train.batch_size=1"]), "a")
+
+
+def test_a_crashed_rank_s_own_error_leads_the_failure_message(tmp_path):
+    """torchrun ends its log with a summary that names only the signal; the rank's abort comes first."""
+    from flows.curriculum.launch import _failure
+
+    log = tmp_path / "a.torchrun.log"
+    summary = [f"torchrun summary line {i}" for i in range(30)]
+    log.write_text(
+        "\n".join(
+            [
+                "W1203 setting OMP_NUM_THREADS",
+                "terminate called after throwing an instance of 'gloo::IoException'",
+                "  what():  Connection closed by peer",
+                *summary,
+            ]
+        )
+    )
+    message = str(_failure(None, 1, log, 2))
+    assert message.index("what():  Connection closed by peer") < message.index("summary line 29")
+    assert "torchrun exit 1" in message
+    log.write_text("\n".join(summary))  # nothing recognisable: the tail alone
+    tail_only = str(_failure(None, 1, log, 2))
+    assert "summary line 29" in tail_only and "summary line 4\n" not in tail_only
