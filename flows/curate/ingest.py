@@ -206,9 +206,12 @@ def to_items(
     out["id"] = pl.select(
         pl.when(missing).then(pl.format(f"{source}-{{}}", rows.cast(pl.String).str.zfill(6))).otherwise(ids)
     ).to_series()
-    out.setdefault("source", pl.Series([source] * n, dtype=pl.String))
-    out.setdefault("domain", pl.Series([domain] * n, dtype=pl.String))
-    out.setdefault("task", pl.Series([task] * n, dtype=pl.String))
+    for col, default in (("source", source), ("domain", domain), ("task", task)):
+        # a row that leaves the file's own column empty takes the command's value, like a file without it
+        given = out.get(col, pl.Series([None] * n, dtype=pl.String))
+        out[col] = pl.select(
+            pl.when(given.is_null() | (given.str.strip_chars() == "")).then(pl.lit(default)).otherwise(given)
+        ).to_series()
     out.setdefault("reference", pl.Series([None] * n, dtype=pl.String))
     out["metadata"] = _metadata(raw, mapping.get("metadata"), extra, meta_keys)
     frame = pl.DataFrame({c: out[c].alias(c) for c in ITEM_COLUMNS})

@@ -229,6 +229,19 @@ def test_file_columns_win_over_the_fill_values():
     assert inferred == ["prompt", "source", "domain", "task"] and mapping["task"] == "category"
 
 
+def test_rows_that_leave_the_files_source_domain_or_task_empty_take_the_fill_values():
+    # JSON lines where only some rows carry the key: the others read as null, not as an unknown domain
+    raw = pl.DataFrame(
+        {"prompt": ["p1", "p2", "p3"], "domain": ["logic", None, " "], "task": [None, "sudoku", ""]}
+    )
+    items, *_ = to_items(raw, source="s", domain="math", task="t")
+    assert items.select("source", "domain", "task").rows() == [
+        ("s", "logic", "t"),
+        ("s", "math", "sudoku"),
+        ("s", "math", "t"),
+    ]
+
+
 def test_missing_null_and_blank_ids_are_assigned_from_source_and_row_number():
     raw = pl.DataFrame({"id": [None, "x", "  ", "", "y"], "prompt": ["a", "b", "c", "d", "e"]})
     items, assigned, *_ = to_items(raw, source="set")
