@@ -98,6 +98,7 @@ PACKAGES = [
             "tests/curate/test_answers_contract.py",
             "tests/curate/test_passrate_contract.py",
             "tests/curate/test_minhash_contract.py",
+            "tests/curate/test_latex_escapes_and_minhash_defaults.py",
         ],
         "flow.py's helpers are covered by fast tests; its Prefect flows and tasks are decorated functions,"
         " which mutmut does not mutate (the flow tests cover them)",

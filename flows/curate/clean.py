@@ -57,8 +57,8 @@ def encoding_problem(text: str) -> str | None:
 
 def latex_problem(text: str) -> str | None:
     """Why the LaTeX delimiters of `text` are broken, or None."""
-    # an escaped dollar becomes a space, not nothing: "$\\$$" must not read as "$$"
-    body = text.replace("\\$", " ").replace("\\{", "").replace("\\}", "")
+    # an escaped dollar or brace becomes a space, not nothing: "$\\$$" and "$\\{\\}$" must not read as "$$"
+    body = text.replace("\\$", " ").replace("\\{", " ").replace("\\}", " ")
     if body.count("$$") % 2:
         return "broken LaTeX: unbalanced $$"
     singles = body.replace("$$", "")
