@@ -4,8 +4,6 @@ defaults."""
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import polars as pl
 import pytest
@@ -23,6 +21,7 @@ from flows.curate.minhash import (
 )
 from flows.curate.text import shingle_strings, word_lists
 from flows.errors import InputError
+from tests.curate.helpers import graded_corpus
 
 WORDS = [f"word{i}" for i in range(40)]
 LONG = " ".join(WORDS[:9])  # 5 word 5-grams
@@ -32,22 +31,6 @@ OTHER = " ".join(WORDS[20:35])
 
 def frame(prompts: list[str]) -> pl.DataFrame:
     return pl.DataFrame({"id": [f"r{i}" for i in range(len(prompts))], "prompt": prompts})
-
-
-def graded_corpus(seed: int) -> list[str]:
-    """Originals plus copies with 1..30 of 60 words replaced: pairs at every Jaccard from ~0.9 to ~0."""
-    rng = random.Random(seed)
-    vocab = [f"v{i}" for i in range(3000)]
-    docs = []
-    for _ in range(4):
-        base = [rng.choice(vocab) for _ in range(60)]
-        docs.append(" ".join(base))
-        for k in range(1, 31):
-            w = list(base)
-            for pos in rng.sample(range(60), k):
-                w[pos] = rng.choice(vocab)
-            docs.append(" ".join(w))
-    return docs
 
 
 # --- clean: LaTeX escapes -----------------------------------------------------------------------------
@@ -92,7 +75,7 @@ def test_minhash_dedup_defaults_step_name_and_summary():
 def test_unverified_minhash_dedup_removes_what_datasketchs_lsh_joins():
     """verify=False counts every LSH candidate, as datasketch does; the default seed is datasketch's (1),
     so the borderline candidates are the same ones."""
-    docs = graded_corpus(seed=5)
+    docs = graded_corpus(seed=5, originals=4)
     res = minhash_dedup(frame(docs), threshold=0.7, mode="compat", verify=False)
     lsh = MinHashLSH(threshold=0.7, num_perm=128)
     minhashes = []

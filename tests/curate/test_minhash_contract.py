@@ -4,7 +4,6 @@ datasketch (the reference the module claims to follow)."""
 
 from __future__ import annotations
 
-import random
 import re
 
 import numpy as np
@@ -30,28 +29,13 @@ from flows.curate.minhash import (
     signatures,
     signatures_t,
 )
+from tests.curate.helpers import graded_corpus
 
 BLOCK = 1 << 17  # the module's block of shingles per signature pass; the corpora below straddle it
 
 
 def pairs_of(arr: np.ndarray) -> list[tuple[int, int]]:
     return [tuple(p) for p in arr.tolist()]
-
-
-def graded_corpus(seed: int = 11) -> list[str]:
-    """Originals plus copies with 1..30 of 60 words replaced: pairs at every Jaccard from ~0.9 to ~0."""
-    rng = random.Random(seed)
-    vocab = [f"v{i}" for i in range(3000)]
-    docs = []
-    for _ in range(6):
-        base = [rng.choice(vocab) for _ in range(60)]
-        docs.append(" ".join(base))
-        for k in range(1, 31):
-            w = list(base)
-            for pos in rng.sample(range(60), k):
-                w[pos] = rng.choice(vocab)
-            docs.append(" ".join(w))
-    return docs
 
 
 def reference_sig_t(sh: Shingles, num_perm: int, seed: int) -> np.ndarray:
