@@ -72,8 +72,8 @@ PACKAGES = [
             "tests/rl/test_update_contract.py",
             "tests/rl/test_loss_values.py",
             "tests/rl/test_rl_wiring.py",
+            "tests/rl/test_two_ranks_in_process.py",  # the multi-rank paths, rank 0 in the pytest process
         ],
-        "distributed.py's multi-rank paths run only under torchrun (the slow tests)",
     ),
     Package(
         "curate",
