@@ -152,6 +152,11 @@ def describe_mapping(mapping: dict[str, str], inferred: list[str]) -> str:
     )
 
 
+def _blank(values: pl.Series) -> pl.Series:
+    """Which values are missing: null, empty or only whitespace."""
+    return values.is_null() | (values.str.strip_chars() == "")
+
+
 def to_items(
     raw: pl.DataFrame,
     *,
@@ -202,16 +207,14 @@ def to_items(
     n = raw.height
     rows = pl.Series(range(n))
     ids = out.get("id", pl.Series([None] * n, dtype=pl.String))
-    missing = ids.is_null() | (ids.str.strip_chars() == "")
+    missing = _blank(ids)
     out["id"] = pl.select(
         pl.when(missing).then(pl.format(f"{source}-{{}}", rows.cast(pl.String).str.zfill(6))).otherwise(ids)
     ).to_series()
     for col, default in (("source", source), ("domain", domain), ("task", task)):
         # a row that leaves the file's own column empty takes the command's value, like a file without it
         given = out.get(col, pl.Series([None] * n, dtype=pl.String))
-        out[col] = pl.select(
-            pl.when(given.is_null() | (given.str.strip_chars() == "")).then(pl.lit(default)).otherwise(given)
-        ).to_series()
+        out[col] = pl.select(pl.when(_blank(given)).then(pl.lit(default)).otherwise(given)).to_series()
     out.setdefault("reference", pl.Series([None] * n, dtype=pl.String))
     out["metadata"] = _metadata(raw, mapping.get("metadata"), extra, meta_keys)
     frame = pl.DataFrame({c: out[c].alias(c) for c in ITEM_COLUMNS})
