@@ -7,20 +7,17 @@ import copy
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import make_tiny_model  # noqa: E402
+from test_two_ranks_in_process import config, distinct_tokens, pool, share  # noqa: E402
 
 from m1model import Engine  # noqa: E402
 from m1model.rl import distributed  # noqa: E402
-from m1model.rl.losses import LossConfig  # noqa: E402
-from m1model.rl.rollout import PromptPool, RolloutBatch  # noqa: E402
+from m1model.rl.rollout import RolloutBatch  # noqa: E402
 from m1model.rl.sft import SFTConfig, sft_warm_start  # noqa: E402
-from m1model.rl.trainer import RLConfig, RLTrainer  # noqa: E402
-
-GROUPS, UPDATES = 6, 2
+from m1model.rl.trainer import RLTrainer  # noqa: E402
 
 
 def model() -> torch.nn.Module:
@@ -31,39 +28,6 @@ def model() -> torch.nn.Module:
 def sgd(trainer: RLTrainer) -> None:
     """Plain SGD: AdamW's first steps are ~sign(gradient), blind to a wrongly scaled loss."""
     trainer.optimizer = torch.optim.SGD(trainer.model.parameters(), lr=0.5)
-
-
-def distinct_tokens(items, responses):
-    """A reward that varies within a group: the share of distinct tokens in the response."""
-    return [len(set(r)) / max(len(r), 1) for r in responses]
-
-
-def config(algorithm: str) -> RLConfig:
-    return RLConfig(
-        algorithm=algorithm,
-        group_size=4,
-        prompts_per_step=GROUPS,
-        lr=2e-2,
-        updates_per_batch=UPDATES,  # the second update is off-policy: the clipping differs by algorithm
-        max_new_tokens=6,
-        loss=LossConfig(eps_is_high=0.5, eps_high=0.1, eps_low=0.1),
-        dynamic_sampling=False,
-        micro_batch_size=4,  # one group per micro-batch: ranks run different numbers of them
-        seed=5,
-    )
-
-
-def pool() -> PromptPool:
-    prompts = [[1 + (i % 5), 10 + (i % 7), 2, 3 + i % 4] for i in range(12)]
-    return PromptPool(prompts=prompts, items=[{"i": i} for i in range(12)])
-
-
-def share(groups: list, rank: int, world: int) -> list:
-    """Rank's part of each single-process minibatch, so minibatch u is the same set of groups."""
-    out = []
-    for chunk in np.array_split(np.arange(len(groups)), UPDATES):
-        out += [groups[i] for i in np.array_split(chunk, world)[rank]]
-    return out
 
 
 def rl_case(ctx, algorithm: str, strategy: str) -> dict:

@@ -39,13 +39,14 @@ PEER = Path(__file__).with_name("rank1_in_process_peer.py")
 GROUPS, UPDATES = 6, 2
 TIMEOUT_S = 60  # gloo's limit on every collective: a rank left waiting by a bug fails instead of hanging
 
-# -- what both ranks run (rank 1 imports these; the model factory is conftest's make_tiny_model) ---------
+# -- what both ranks run (rank 1 and dist_worker.py import these; the model is conftest's make_tiny_model) --
 
 
-def config() -> RLConfig:
-    """dist_worker.py's: one group per micro-batch, so the ranks run different numbers of them."""
+def config(algorithm: str = "cispo") -> RLConfig:
+    """Both two-rank tests' (dist_worker.py imports it): one group per micro-batch, so the ranks run
+    different numbers of them; the second update is off-policy, so the clipping differs by algorithm."""
     return RLConfig(
-        algorithm="cispo",
+        algorithm=algorithm,
         group_size=4,
         prompts_per_step=GROUPS,
         lr=2e-2,
@@ -64,6 +65,7 @@ def pool() -> PromptPool:
 
 
 def distinct_tokens(items, responses):
+    """A reward that varies within a group: the share of distinct tokens in the response."""
     return [len(set(r)) / max(len(r), 1) for r in responses]
 
 
@@ -224,7 +226,10 @@ def test_two_ranks_equal_one_process_and_share_collectives(peer, new_tiny_model)
     single_weights = {name: p.detach() for name, p in reference.model.named_parameters()}
     single_momenta = momenta(reference.optimizer.state_dict(), names)
 
-    ctx = distributed.init_from_env(timeout_s=TIMEOUT_S)
+    try:
+        ctx = distributed.init_from_env(timeout_s=TIMEOUT_S)
+    except Exception as exc:  # rank 1 never joined: its log says why (an import error, a crash)
+        pytest.fail(f"rank 1 did not join ({exc}); its log: {(root / 'rank1.log').read_text()[-4000:]}")
     rank0 = run_rank(ctx, root, batch, new_tiny_model)
     distributed.shutdown()
     assert not dist.is_initialized() and distributed.current() == distributed.SINGLE
