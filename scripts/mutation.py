@@ -125,7 +125,17 @@ PACKAGES = [
     Package(
         "logic",
         ["verifiers/logic"],
-        ["tests/logic", "tests/logic_b", "tests/tasks/test_logic.py"],
+        [
+            *(
+                f"tests/logic/{name}.py"
+                for name in "test_tasks test_fuzz_contract test_pinned_outputs test_strict_answers test_solvers"
+                " test_calibration test_reasoning_gym".split()
+            ),
+            "tests/logic_b",
+        ],
+        "the CLI and flow tests (tests/logic/test_cli.py, tests/tasks/test_logic.py: 15-30 s each) are left"
+        " out of the selection: a surviving mutant runs every test that reaches it, and the task contract,"
+        " fuzz and pinned-output tests cover the same task code",
     ),
     Package(
         "sandboxes",
@@ -135,6 +145,9 @@ PACKAGES = [
             "tests/sandboxes/test_runs.py",
             "tests/sandboxes/test_adversarial.py",  # containment: network, fork bombs, escapes
             "tests/sandboxes/test_cpu_limit.py",
+            "tests/sandboxes/test_container_args.py",  # the Docker backend against a recording SDK double
+            "tests/sandboxes/test_swe_image_specs.py",
+            "tests/sandboxes/test_swe_run_script.py",
         ],
         "the Docker backend and SWE images (container.py, swe_images.py, swe_run.py, images.py) run only in"
         " the docker tests",
