@@ -44,12 +44,19 @@ def digest(value) -> str:
 
 
 def generated(name: str) -> dict[str, str]:
-    """(level, seed) -> the gold answer verbatim and a digest of prompt and puzzle."""
+    """(level, seed) -> digests of prompt and puzzle and of four near misses, the measured difficulty and
+    the gold answer."""
     task, out = TASKS[name], {}
     for d in task.difficulties:
         for seed in SEEDS:
             inst = task.generate(d, seed)
-            out[f"d{d}-s{seed}"] = f"{digest([inst.prompt, inst.puzzle])} {inst.answer}"
+            measured = f"{task.measure(inst.puzzle):.6g}"
+            near = digest(
+                [task.corrupt(inst, k) for k in range(4)]
+            )  # near misses: the tests' and calibration's
+            out[f"d{d}-s{seed}"] = (
+                f"{digest([inst.prompt, inst.puzzle])} {near} measure {measured} {inst.answer}"
+            )
     return out
 
 

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("reasoning_gym")
 
-from verifiers.logic import get_task  # noqa: E402
+from verifiers.logic import LogicInstance, get_task  # noqa: E402
 from verifiers.logic.reasoning_gym_adapter import available  # noqa: E402
 from verifiers.logic.verifier import LogicVerifier  # noqa: E402
 
@@ -41,3 +41,25 @@ def test_near_miss_is_not_full_credit():
 def test_unknown_dataset_is_a_clear_error():
     with pytest.raises(KeyError, match="unknown reasoning-gym dataset"):
         get_task("rg_no_such_dataset")
+
+
+def test_levels_name_the_curriculum_level_each_maps_to():
+    task = get_task("rg_basic_arithmetic")
+    assert task.levels == {
+        d: f"reasoning-gym curriculum level {d - 1} for every attribute" for d in range(1, 6)
+    }
+
+
+def test_near_miss_bumps_one_digit_chosen_by_the_seed_or_appends_a_letter():
+    task = get_task("rg_basic_arithmetic")
+
+    def near(answer: str, seed: int) -> str:
+        return task.corrupt(LogicInstance("rg_basic_arithmetic", 1, 0, "", answer), seed)
+
+    assert [near("-19 and 4", seed) for seed in range(4)] == [
+        "-29 and 4",
+        "-10 and 4",
+        "-19 and 5",
+        "-29 and 4",
+    ]
+    assert near("no digits", 3) == "no digitsx"

@@ -9,7 +9,7 @@ import pytest
 from verifiers.logic import TASKS
 from verifiers.logic.base import ParseError, extract_answer
 from verifiers.logic.latin import latin_violations
-from verifiers.logic.textutil import no_repeats, scan
+from verifiers.logic.textutil import first_difference, integers, no_repeats, scan
 
 
 def verify(name: str, puzzle: dict, answer: str) -> tuple[float, dict]:
@@ -179,3 +179,15 @@ def test_zebra_two_values_for_one_attribute():
     assert reward == 0.0 and details["reason"] == "several values", details
     repeated = "\n".join(f"House {p + 1}: {', '.join([*h, h[1]])}" for p, h in enumerate(houses))
     assert verify("zebra_puzzle", inst.puzzle, repeated)[0] == 0.0
+
+
+def test_integers_read_signs_unless_told_and_ascii_digits_only():
+    assert integers("-3 then 4") == [-3, 4]  # signed is the default
+    assert integers("5-3", signed=False) == [5, 3]  # '-' as an operator
+    assert integers("\uff13 and 4") == [4]  # a full-width 3 is not a digit of an answer
+
+
+def test_first_difference_points_at_the_first_mismatch_or_the_shorter_end():
+    assert first_difference("abcd", "abXd") == 2
+    assert first_difference("abc", "abcdef") == 3
+    assert first_difference("", "a") == 0

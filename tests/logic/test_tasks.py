@@ -7,12 +7,15 @@ Instances are generated once per (task, level, seed) and shared by the tests bel
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 from statistics import mean
+from types import SimpleNamespace
 
 import pytest
 
-from verifiers.logic import LOAD_ERRORS, TASKS, LogicInstance
+from verifiers import logic
+from verifiers.logic import LOAD_ERRORS, TASKS, LogicInstance, get_task
 from verifiers.logic.verifier import LogicVerifier
 
 SEEDS = (0, 1)
@@ -127,3 +130,54 @@ def test_measured_difficulty_grows_with_level(name):
     ]
     assert all(a <= b for a, b in zip(means, means[1:], strict=False)), means
     assert means[-1] > means[0], means
+
+
+# -- discovery: `_discover` runs once at import; called again, a broken or clashing module is reported --
+
+
+def test_every_task_module_is_found_once_under_its_name():
+    found, errors = logic._discover()
+    assert errors == {}
+    assert list(found) == sorted(TASKS)  # modules in name order: the registry's order is stable
+    assert all(found[name] is TASKS[name] for name in TASKS)
+
+
+def fake_import(replace: dict):
+    real = importlib.import_module
+
+    def import_module(name: str, *args):
+        short = name.rsplit(".", 1)[-1]
+        if short in replace:
+            value = replace[short]
+            if isinstance(value, Exception):
+                raise value
+            return value
+        return real(name, *args)
+
+    return import_module
+
+
+def test_a_module_that_fails_to_import_is_recorded_and_the_others_load(monkeypatch):
+    monkeypatch.setattr(logic.importlib, "import_module", fake_import({"sudoku": ImportError("no solver")}))
+    found, errors = logic._discover()
+    assert errors == {"sudoku": "ImportError: no solver"}
+    assert set(found) == set(TASKS) - {"sudoku"}
+
+
+def test_a_module_without_a_task_is_skipped(monkeypatch):
+    monkeypatch.setattr(logic.importlib, "import_module", fake_import({"sudoku": SimpleNamespace(TASK="x")}))
+    found, errors = logic._discover()
+    assert errors == {} and set(found) == set(TASKS) - {"sudoku"}
+
+
+def test_two_modules_defining_one_task_name_are_refused(monkeypatch):
+    clash = SimpleNamespace(TASK=TASKS["sudoku"])
+    monkeypatch.setattr(logic.importlib, "import_module", fake_import({"zebra_puzzle": clash}))
+    with pytest.raises(RuntimeError, match="two logic tasks named 'sudoku'"):
+        logic._discover()
+
+
+def test_unknown_task_names_list_the_known_ones():
+    assert get_task("sudoku") is TASKS["sudoku"]
+    with pytest.raises(KeyError, match="unknown logic task 'nope' .*sudoku.*rg_<name>"):
+        get_task("nope")

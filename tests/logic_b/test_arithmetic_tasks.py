@@ -100,3 +100,12 @@ def test_cryptarithm_instances_are_unique_with_their_hints(difficulty):
         assert CRYPT.count_solutions(inst.puzzle) == 1
         for letter, digit in inst.puzzle["hints"].items():
             assert f"{letter}={digit}" in inst.answer and f"{letter}={digit}" in inst.prompt
+
+
+def test_solver_on_one_number_and_within_a_node_budget():
+    assert solve([7], 7) == ("7", 1) and solve([7], 8) == (None, 1)
+    expr, nodes = solve([3, 3, 8, 8], 24)
+    assert expr is not None and nodes > 2
+    # A budget of exactly the nodes the search needs still finds it; one node fewer gives up.
+    assert solve([3, 3, 8, 8], 24, max_nodes=nodes) == (expr, nodes)
+    assert solve([3, 3, 8, 8], 24, max_nodes=nodes - 1) == (None, nodes)
