@@ -145,6 +145,7 @@ class DockerSandbox(Sandbox):
         try:
             container = self._create(ws, command, limits)
         except docker.errors.DockerException as exc:
+            stdin_file.unlink(missing_ok=True)  # a later run in this work dir must not see this input
             return sandbox_error(f"could not create the container: {exc}")
         _live[container.id] = container
         try:
