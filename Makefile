@@ -47,12 +47,15 @@ bench: $(VENV)/.installed services
 
 # Mutation testing with mutmut 3, one package at a time against its fast tests, then a kill-rate table
 # (scripts/MUTATION_RESULTS.md). Not part of `test` or CI: it takes tens of minutes per package. Pick
-# packages with MUTATION_PACKAGES="store rl"; MUTATION_MINUTES caps each run (rerun to continue).
+# packages with MUTATION_PACKAGES="store rl"; MUTATION_MINUTES caps each run (rerun to continue);
+# MUTATION_SAMPLE=2000 runs a seeded uniform sample of the unchecked mutants instead of all of them.
 MUTATION_PACKAGES ?=
 MUTATION_MINUTES ?=
+MUTATION_SAMPLE ?=
 mutation: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[mutation]'
-	$(PY) scripts/mutation.py $(MUTATION_PACKAGES) $(if $(MUTATION_MINUTES),--minutes $(MUTATION_MINUTES))
+	$(PY) scripts/mutation.py $(MUTATION_PACKAGES) $(if $(MUTATION_MINUTES),--minutes $(MUTATION_MINUTES)) \
+		$(if $(MUTATION_SAMPLE),--sample $(MUTATION_SAMPLE))
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -1,6 +1,6 @@
 """Mutation testing with mutmut 3, one package at a time, each against only the fast tests that cover it.
 
-    python scripts/mutation.py [PACKAGE ...] [--minutes N] [--sample N] [--report-only]
+    python scripts/mutation.py [PACKAGE ...] [--minutes N] [--sample N] [--recheck-only] [--report-only]
 
 mutmut reads one [tool.mutmut] from the pyproject.toml of its working directory and mutates into
 ./mutants. To give each package its own source paths and tests, every package runs in its own copy of
@@ -156,8 +156,9 @@ PACKAGES = [
             "tests/sandboxes/test_swe_run_script.py",
             "tests/sandboxes/test_process_pieces.py",
         ],
-        "the Docker backend and SWE images (container.py, swe_images.py, swe_run.py, images.py) run only in"
-        " the docker tests",
+        "the Docker backend and SWE images (container.py, swe_images.py, swe_run.py, images.py) are covered by"
+        " fast tests against a client that records the docker SDK calls, and by bash running the SWE script;"
+        " the real engine runs in the docker tests",
     ),
 ]
 BY_NAME = {p.name: p for p in PACKAGES}
@@ -347,6 +348,9 @@ def main() -> None:
     ap.add_argument("packages", nargs="*", help=f"some of {', '.join(BY_NAME)} (default: all)")
     ap.add_argument("--minutes", type=float, default=None, help="stop each package's run after this long")
     ap.add_argument("--sample", type=int, default=None, help="run a seeded random N of the unchecked mutants")
+    ap.add_argument(
+        "--recheck-only", action="store_true", help="rerun only earlier survivors (after new tests)"
+    )
     ap.add_argument("--report-only", action="store_true", help="tabulate the results of earlier runs")
     args = ap.parse_args()
     unknown = set(args.packages) - set(BY_NAME)
@@ -368,8 +372,8 @@ def main() -> None:
             print(f"   rechecking {len(recheck)} earlier survivors and untested mutants", flush=True)
             rc = mutmut(work, "run", *recheck, timeout=limit, log=log)
         left = limit - (time.time() - t0) if limit else None
-        chosen = sample(work, args.sample) if args.sample else []
-        if rc == 0 and (left is None or left > 0):
+        chosen = sample(work, args.sample) if args.sample and not args.recheck_only else []
+        if rc == 0 and not args.recheck_only and (left is None or left > 0):
             children = ["--max-children", str(os.cpu_count() or 2)]
             rc = mutmut(work, "run", *children, *chosen, timeout=left, log=log)
         print(f"   {pkg.name}: {time.time() - t0:.0f}s, exit {rc}", flush=True)
