@@ -109,3 +109,12 @@ def test_solver_on_one_number_and_within_a_node_budget():
     # A budget of exactly the nodes the search needs still finds it; one node fewer gives up.
     assert solve([3, 3, 8, 8], 24, max_nodes=nodes) == (expr, nodes)
     assert solve([3, 3, 8, 8], 24, max_nodes=nodes - 1) == (None, nodes)
+
+
+def test_x_as_multiplication_on_either_side_of_the_equation():
+    """`x` between numbers is multiplication, also when deciding which side of '=' states the result
+    (an equation whose only operators were x was read backwards and refused)."""
+    p = {"numbers": [1, 1, 3, 8], "target": 24}
+    for answer in ("8 x 3 x 1 x 1 = 24", "24 = 8 X 3 x 1 x 1", "8 x 3 x 1 x 1", "8 * 3 * 1 * 1 = 24"):
+        assert G24.score(p, answer) == (1.0, {"correct": True}), answer
+    assert G24.score(p, "8 x 3 x 1 x 1 = 25")[1]["stated"] == 25

@@ -34,10 +34,12 @@ class Evaluated:
     intermediates: list[Fraction]  # the result of every operation, innermost first
 
 
+_TIMES = re.compile(r"(?<=\d)\s*[xX]\s*(?=[\d(])")  # 3 x 8 as multiplication
+
+
 def clean_expression(text: str) -> str:
     """Normalise operator symbols and drop a trailing '= value' so '(8-2)×4 = 24' parses."""
-    text = text.translate(NORMALISE).strip().strip("`$").strip()
-    text = re.sub(r"(?<=\d)\s*[xX]\s*(?=[\d(])", "*", text)  # 3 x 8 as multiplication
+    text = _TIMES.sub("*", text.translate(NORMALISE).strip().strip("`$").strip())
     if "=" in text:
         sides = [s.strip() for s in text.split("=")]
         # "24 = (..)" and "(..) = 24": keep the side that has operators
@@ -159,7 +161,7 @@ def score_expression(
 ) -> tuple[float, dict[str, Any]]:
     """1 when the expression uses exactly the given numbers and equals target (with every intermediate
     result a positive integer when ``positive_integers``)."""
-    sides = answer.translate(NORMALISE).split("=")
+    sides = _TIMES.sub("*", answer.translate(NORMALISE)).split("=")  # "8 x 3 = 24": x counts as an operator
     if len(sides) > 2:
         return 0.0, {"error": "parse error: more than one '=' in the expression"}
     if len(sides) == 2:  # "(8 - 2) * 4 = 24" or "24 = ...": the other side must be the stated target
