@@ -367,7 +367,12 @@ def main() -> None:
         limit = args.minutes * 60 if args.minutes else None
         recheck, rc = [], 0
         if (work / "mutants").exists():  # tests may have changed since: check old survivors first
-            recheck = [n for n, s in verdicts(work).items() if s in ("survived", "no tests")]
+            notes = judged()  # survivors judged equivalent cannot be killed: not rerun
+            recheck = [
+                n
+                for n, s in verdicts(work).items()
+                if s in ("survived", "no tests") and not is_equivalent(notes.get(n))
+            ]
         if recheck:
             print(f"   rechecking {len(recheck)} earlier survivors and untested mutants", flush=True)
             rc = mutmut(work, "run", *recheck, timeout=limit, log=log)
