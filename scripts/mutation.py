@@ -247,6 +247,15 @@ def sample(work: Path, n: int, seed: int = 0) -> list[str]:
     return chosen
 
 
+def unfinished_sample(work: Path) -> list[str]:
+    """The mutants of an earlier sample that its run did not reach (stopped by --minutes)."""
+    path = work / "sample.txt"
+    if not path.exists():
+        return []
+    found = verdicts(work)
+    return [name for name in path.read_text().split() if found.get(name) == "not checked"]
+
+
 def sample_note(pkg: Package, found: dict[str, str], notes: dict[str, str]) -> str | None:
     """The sample's own verdicts and kill rate (with a 95% Wilson interval), when the package has one."""
     path = WORK / pkg.name / "sample.txt"
@@ -373,8 +382,12 @@ def main() -> None:
                 for n, s in verdicts(work).items()
                 if s in ("survived", "no tests") and not is_equivalent(notes.get(n))
             ]
+            recheck += unfinished_sample(work)
         if recheck:
-            print(f"   rechecking {len(recheck)} earlier survivors and untested mutants", flush=True)
+            print(
+                f"   rechecking {len(recheck)} earlier survivors, untested mutants and unfinished sample",
+                flush=True,
+            )
             rc = mutmut(work, "run", *recheck, timeout=limit, log=log)
         left = limit - (time.time() - t0) if limit else None
         chosen = sample(work, args.sample) if args.sample and not args.recheck_only else []
