@@ -247,21 +247,22 @@ def sample(work: Path, n: int, seed: int = 0) -> list[str]:
     return chosen
 
 
-def unfinished_sample(work: Path) -> list[str]:
-    """The mutants of an earlier sample that its run did not reach (stopped by --minutes)."""
+def sample_names(work: Path) -> list[str]:
+    """The mutants of the package's sample (empty when it has none)."""
     path = work / "sample.txt"
-    if not path.exists():
-        return []
-    found = verdicts(work)
-    return [name for name in path.read_text().split() if found.get(name) == "not checked"]
+    return path.read_text().split() if path.exists() else []
+
+
+def unfinished_sample(work: Path, found: dict[str, str]) -> list[str]:
+    """The mutants of an earlier sample that its run did not reach (stopped by --minutes)."""
+    return [name for name in sample_names(work) if found.get(name) == "not checked"]
 
 
 def sample_note(pkg: Package, found: dict[str, str], notes: dict[str, str]) -> str | None:
     """The sample's own verdicts and kill rate (with a 95% Wilson interval), when the package has one."""
-    path = WORK / pkg.name / "sample.txt"
-    if not path.exists():
+    names = sample_names(WORK / pkg.name)
+    if not names:
         return None
-    names = path.read_text().split()
     status = [found.get(name, "not checked") for name in names]
     killed = sum(s in ("killed", "timeout") for s in status)
     equivalent = sum(
@@ -376,13 +377,13 @@ def main() -> None:
         limit = args.minutes * 60 if args.minutes else None
         recheck, rc = [], 0
         if (work / "mutants").exists():  # tests may have changed since: check old survivors first
-            notes = judged()  # survivors judged equivalent cannot be killed: not rerun
+            notes, found = judged(), verdicts(work)  # survivors judged equivalent cannot be killed: not rerun
             recheck = [
                 n
-                for n, s in verdicts(work).items()
+                for n, s in found.items()
                 if s in ("survived", "no tests") and not is_equivalent(notes.get(n))
             ]
-            recheck += unfinished_sample(work)
+            recheck += unfinished_sample(work, found)
         if recheck:
             print(
                 f"   rechecking {len(recheck)} earlier survivors, untested mutants and unfinished sample",

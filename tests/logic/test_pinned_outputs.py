@@ -50,10 +50,8 @@ def generated(name: str) -> dict[str, str]:
     for d in task.difficulties:
         for seed in SEEDS:
             inst = task.generate(d, seed)
+            near = digest([task.corrupt(inst, k) for k in range(4)])  # as the tests and calibration use them
             measured = f"{task.measure(inst.puzzle):.6g}"
-            near = digest(
-                [task.corrupt(inst, k) for k in range(4)]
-            )  # near misses: the tests' and calibration's
             out[f"d{d}-s{seed}"] = (
                 f"{digest([inst.prompt, inst.puzzle])} {near} measure {measured} {inst.answer}"
             )

@@ -37,13 +37,23 @@ class Evaluated:
 _TIMES = re.compile(r"(?<=\d)\s*[xX]\s*(?=[\d(])")  # 3 x 8 as multiplication
 
 
+def _normalise(text: str) -> str:
+    """Operator symbols as Python's (× ÷ − and x between numbers)."""
+    return _TIMES.sub("*", text.translate(NORMALISE))
+
+
+def _operators(side: str) -> int:
+    """How many operators one side of an equation has: the expression side has more than the result."""
+    return sum(side.count(o) for o in "+-*/")
+
+
 def clean_expression(text: str) -> str:
     """Normalise operator symbols and drop a trailing '= value' so '(8-2)×4 = 24' parses."""
-    text = _TIMES.sub("*", text.translate(NORMALISE).strip().strip("`$").strip())
+    text = _normalise(text).strip().strip("`$").strip()
     if "=" in text:
         sides = [s.strip() for s in text.split("=")]
         # "24 = (..)" and "(..) = 24": keep the side that has operators
-        text = max(sides, key=lambda s: sum(s.count(o) for o in "+-*/"))
+        text = max(sides, key=_operators)
     return text
 
 
@@ -161,11 +171,11 @@ def score_expression(
 ) -> tuple[float, dict[str, Any]]:
     """1 when the expression uses exactly the given numbers and equals target (with every intermediate
     result a positive integer when ``positive_integers``)."""
-    sides = _TIMES.sub("*", answer.translate(NORMALISE)).split("=")  # "8 x 3 = 24": x counts as an operator
+    sides = _normalise(answer).split("=")
     if len(sides) > 2:
         return 0.0, {"error": "parse error: more than one '=' in the expression"}
     if len(sides) == 2:  # "(8 - 2) * 4 = 24" or "24 = ...": the other side must be the stated target
-        stated = min(sides, key=lambda s: sum(s.count(o) for o in "+-*/")).strip().strip("`$").strip()
+        stated = min(sides, key=_operators).strip().strip("`$").strip()
         if not re.fullmatch(r"\d{1,18}", stated, flags=re.ASCII):
             return 0.0, {"error": f"parse error: {stated[:30]!r} after '=' is not a number"}
         if int(stated) != target:
