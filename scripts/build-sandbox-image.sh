@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the Docker sandbox's base image without any image registry: debootstrap a minimal Debian
-# (python3 with venv, GNU time, git, optionally g++) into a folder and `docker import` it.
+# (python3 with venv and pytest, GNU time, git, optionally g++) into a folder and `docker import` it.
+# pytest runs the code verifier's pytest-style tests (verifiers/code_programs.py).
 # git and python3-venv serve the SWE layers (sandboxes/swe_images.py): an environment is a venv
 # filled from a wheelhouse, an instance a git checkout that patches are applied to.
 #   usage: scripts/build-sandbox-image.sh TAG [--cpp]
@@ -10,7 +11,7 @@ set -euo pipefail
 TAG=${1:?usage: build-sandbox-image.sh TAG [--cpp]}
 SUITE=${M1_SANDBOX_SUITE:-bookworm}
 MIRROR=${M1_SANDBOX_MIRROR:-http://deb.debian.org/debian}
-PACKAGES=python3,python3-venv,time,git
+PACKAGES=python3,python3-venv,python3-pytest,time,git
 [ "${2:-}" = "--cpp" ] && PACKAGES=$PACKAGES,g++
 
 command -v debootstrap >/dev/null || {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tools of the process sandbox (sandboxes/process.py): bubblewrap (namespaces), util-linux prlimit
-# (rlimits) and GNU time (exit status and usage of the program inside the pid namespace).
+# (rlimits) and GNU time (exit status and usage of the program inside the pid namespace); and pytest
+# for the system python3 the sandbox sees (the code verifier's pytest-style tests run with it).
 # Idempotent and quick when everything is there. Needs root (or sudo) only to install.
 set -euo pipefail
 source "$(dirname "$0")/apt-install.sh"
@@ -9,6 +10,7 @@ missing=()
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v prlimit >/dev/null || missing+=(util-linux)
 [ -x /usr/bin/time ] || missing+=(time)
+PATH=/usr/local/bin:/usr/bin:/bin python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
 
 [ ${#missing[@]} -eq 0 ] || apt_install sandbox-tools "${missing[@]}"
 
