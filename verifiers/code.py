@@ -9,9 +9,15 @@ An item has ``response`` (the program, usually in a fenced code block after the 
   "expected": value}`` with ``fn_name`` on the item; a harness calls ``fn_name`` (or
   ``Solution().fn_name``) and prints the JSON result; the expected value never enters the sandbox.
 
+Without ``tests``, an item may carry its tests as programs, as the public Python sets publish them
+(verifiers/code_programs.py): HumanEval (``test`` defining ``check(candidate)``, plus ``entry_point``),
+MBPP (``test_list`` of assert lines, optional ``test_imports`` and ``test_setup_code``) or pytest
+(``test`` holding ``test_*`` functions that import from ``solution``); a verdict per assert or test.
+
 Optional item fields: ``language`` (``python`` | ``cpp``; else the code fence's tag), ``time_limit_s``,
-``memory_mb``. Like ``tests``, ``fn_name`` and these options may sit in ``metadata`` (canonical items). Verdict per test: AC, WA, TLE, MLE, RE, OLE (output limit), CE (compilation, or a
-Python syntax error). Reward = 1 if all pass, else 0; or the fraction passed with ``partial_credit``.
+``memory_mb``. Like ``tests``, ``fn_name`` and these options may sit in ``metadata`` (canonical items).
+Verdict per test: AC, WA, TLE, MLE, RE, OLE (output limit), CE (compilation, or a Python syntax error).
+Reward = 1 if all pass, else 0; or the fraction passed with ``partial_credit``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any, Literal
 
 from sandboxes import LANGUAGES, Limits, RunResult, SandboxUnavailable, get_sandbox
 from verifiers.base import ItemError, Reward, item_field
+from verifiers.code_programs import ProgramTests, program_tests, require_pytest, run_tests
 from verifiers.format import final_section, think_ok
 
 Verdict = Literal["AC", "WA", "TLE", "MLE", "RE", "OLE", "CE"]
@@ -215,6 +222,9 @@ class CodeVerifier:
         response = item.get("response")
         if not isinstance(response, str):
             raise ItemError("item has no text `response`")
+        programs = program_tests(item) if item_field(item, "tests") is None else None
+        if programs is not None:
+            return self._judge_programs(item, response, programs)
         all_tests = tests_of(item)
         tests = all_tests[: self.max_tests]
         fn_name = _option(item, "fn_name") or _option(item, "entry_point")
@@ -271,6 +281,24 @@ class CodeVerifier:
                 if verdict["verdict"] != "AC" and not self.partial_credit:
                     break
         return self._reward(results, len(tests), details)
+
+    def _judge_programs(self, item: Mapping[str, Any], response: str, programs: ProgramTests) -> Reward:
+        """Tests as programs (HumanEval, MBPP, pytest forms): Python only, one sandbox run per item."""
+        wanted = _option(item, "language")
+        if wanted not in (None, "python"):
+            raise ItemError(f"{programs.form}-style tests are Python; the item asks for {wanted!r}")
+        code, _ = extract_code(response, "python")
+        details: dict[str, Any] = {"language": "python", "style": programs.form}
+        try:
+            compile(code, "solution.py", "exec")  # parse only, nothing runs: a syntax error is a CE
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            return self._all_failed("CE", programs.total, details, f"{type(exc).__name__}: {exc}")
+        sandbox = get_sandbox(self.backend)
+        if programs.form == "pytest":
+            require_pytest(sandbox)
+        limits = self._limits(item)
+        results, total = run_tests(sandbox, programs, code, limits, self.partial_credit, self._classify)
+        return self._reward(results, total, details)
 
     def _classify(self, run: RunResult) -> dict[str, Any] | None:
         """The verdict when the run did not finish normally; None when its output must be checked."""
