@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import json
 import secrets
+import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ _UNIT = (
     "    else:\n        __m1_end__({key!r}, None)\n"
 )
 _CODE_CHARS = 200
+_AST_LOCK = threading.Lock()
 
 
 @dataclass
@@ -92,9 +94,17 @@ def program_tests(item: Mapping[str, Any]) -> ProgramTests | None:
     raise ItemError("`test` defines neither check(candidate) (with `entry_point`) nor test_* functions")
 
 
+def _ast(source: str) -> ast.Module:
+    """ast.parse, one thread at a time: CPython 3.11 keeps the AST converter's recursion depth in state
+    its threads share, so two of the verifier's workers parsing at once can fail with "SystemError: AST
+    constructor recursion depth mismatch" (seen here on 3.11.7 over HumanEval; CPython gh-106905)."""
+    with _AST_LOCK:
+        return ast.parse(source)
+
+
 def _parse(source: str, what: str) -> ast.Module:
     try:
-        return ast.parse(source)
+        return _ast(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ItemError(f"{what} is not valid Python: {type(exc).__name__}: {exc}") from None
 
@@ -115,7 +125,7 @@ def _asserts(node: ast.AST) -> bool:
 
 def _unit(key: Any, body: list[ast.stmt]) -> ast.stmt:
     """`body` wrapped so the harness times it and reports its verdict under `key`."""
-    wrapper = ast.parse(_UNIT.format(key=key)).body[0]
+    wrapper = _ast(_UNIT.format(key=key)).body[0]
     wrapper.body[0].body = body  # the try's body
     return wrapper
 
@@ -137,7 +147,7 @@ def _humaneval(tree: ast.Module, check: ast.FunctionDef, entry_point: Any) -> Pr
         else:
             body.append(stmt)
     check.body = body
-    call = ast.parse(f"check({entry_point})").body
+    call = _ast(f"check({entry_point})").body
     if labels:
         tree.body += call
     else:  # asserts live elsewhere (a helper): the whole check is one test
