@@ -11,7 +11,9 @@ from flows.errors import InputError
 
 @pytest.mark.parametrize("backend", ["process", pytest.param("docker", marks=pytest.mark.docker)])
 def test_bench_sandbox_prints_ratios(backend):
-    result = CliRunner().invoke(app, ["bench", "sandbox", "--runs", "2", "--backends", backend])
+    result = CliRunner().invoke(
+        app, ["bench", "sandbox", "--runs", "2", "--backends", backend, "--items", "0"]
+    )
     assert result.exit_code == 0, result.output
     assert "x subprocess" in result.output
     rows = [line for line in result.output.splitlines() if line.startswith("│ ")]
