@@ -240,7 +240,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
         batch_size: Annotated[int, typer.Option(min=1, help="Items per verify() call.")] = 256,
     ) -> None:
-        """Score every row of a JSONL file; the batch never aborts on a bad row."""
+        """Score every row of a JSONL file; the batch never aborts on a bad row.
+
+        Each row holds `response` and the fields its verifier reads, at the top level or in `metadata`.
+        code: `tests` (stdin/stdout `{input, output}`, or `{args, kwargs, expected}` with `fn_name`),
+        or tests as programs: HumanEval `test` + `entry_point`, MBPP `test_list` (+ `test_imports`,
+        `test_setup_code`), or a pytest `test` file of test_* functions importing from `solution`."""
         if not input.is_file():
             raise InputError(f"{input}: input file not found")
         reg = registry(plugin_dir, config)

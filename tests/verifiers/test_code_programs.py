@@ -307,3 +307,26 @@ def test_docker_backend_gives_the_same_verdicts(name):
     for form, fields in FORMS.items():
         reward = score({"response": candidate(body), **fields}, backend="docker", partial_credit=True)
         assert [t["verdict"] for t in reward.details.get("tests", [])] == verdicts, (form, reward.details)
+
+
+def test_m1_verify_scores_curated_items_without_reshaping(sandboxed, tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    ok, wrong = candidate("return a + b"), candidate("pass")
+    rows = [
+        {"id": "he", "response": ok, "metadata": json.dumps({**HUMANEVAL, "source": "openai_humaneval"})},
+        {"id": "mbpp", "response": wrong, **MBPP},
+        {"id": "kod", "response": ok, "metadata": json.dumps(PYTEST)},
+    ]
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = CliRunner().invoke(app, ["verify", "--verifier", "code", "-i", str(source), "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    scored = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [(r["id"], r["reward"], r["details"]["style"]) for r in scored] == [
+        ("he", 1.0, "humaneval"),
+        ("mbpp", 0.0, "mbpp"),
+        ("kod", 1.0, "pytest"),
+    ]
