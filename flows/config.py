@@ -58,6 +58,20 @@ class PolicyConfig(Section):
         return bool(self.checkpoint or self.endpoint.url)
 
 
+_PRESET_HELP = (
+    "the file's public schema (gsm8k, math, numina, humaneval, mbpp, apps, codecontests, swebench; "
+    "flows/curate/presets.py); default: detected from the columns, else columns by their usual names"
+)
+
+
+def _check_preset(name: str | None) -> str | None:
+    from flows.curate.presets import PRESETS  # polars and the curation steps: imported when used
+
+    if name is not None and name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})")
+    return name
+
+
 class BenchmarkConfig(Section):
     """A benchmark file (JSONL/Parquet): its prompts are checked for contamination, and where it has
     reference answers it is also an evaluation set."""
@@ -67,6 +81,12 @@ class BenchmarkConfig(Section):
     mapping: dict[str, str] = Field(
         default_factory=dict, description="canonical column -> file column, e.g. prompt = 'question'"
     )
+    preset: str | None = Field(None, description=_PRESET_HELP)
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, name: str | None) -> str | None:
+        return _check_preset(name)
 
     @property
     def label(self) -> str:
@@ -102,6 +122,12 @@ class SourceConfig(Section):
     domain: str = "math"
     task: str = ""
     split: str | None = Field(None, description="split of a DatasetDict folder")
+    preset: str | None = Field(None, description=_PRESET_HELP)
+
+    @field_validator("preset")
+    @classmethod
+    def _preset(cls, name: str | None) -> str | None:
+        return _check_preset(name)
 
 
 class CleanConfig(Section):
@@ -151,6 +177,13 @@ class CurateConfig(Section):
     embedding: EmbeddingConfig = EmbeddingConfig()
     contamination: ContaminationConfig = ContaminationConfig()
     pass_rate: PassRateConfig = PassRateConfig()
+    max_removed_share: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="a step (pass rate aside) that removes more than this share of a source's rows fails "
+        "the run, naming the column to map; 1: never",
+    )
 
 
 # Logic tasks whose gold answers stay within 8 characters at levels 1-3, so that "<answer>...</answer>"

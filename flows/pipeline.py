@@ -22,7 +22,6 @@ from flows.artifacts import artifact_key
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
 from flows.datasets import CODE, CURATED, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
-from flows.errors import InputError
 from flows.report import RunReport
 from flows.runner import shared_cluster
 from flows.store import DatasetStore
@@ -38,20 +37,11 @@ PLANTED_BY_STEP = {
 def preflight(config: PipelineConfig) -> None:
     """Read every input once so that bad files and settings fail fast, with one clear line, before
     anything is written."""
-    from flows.curate.flow import benchmarks, sources
-    from flows.curate.ingest import load_items
+    from flows.curate.flow import preflight as curate_preflight
     from flows.curriculum.stage import active_curriculum
 
-    for s in sources(config):
-        got = load_items(
-            s.path, source=s.name, mapping=s.mapping, domain=s.domain, task=s.task, split=s.split
-        )
-        if got.items.height == 0:
-            first = got.quarantined["reason"][0] if got.quarantined.height else "the file is empty"
-            raise InputError(
-                f"{s.path}: no valid items ({got.quarantined.height} rows quarantined; first: {first})"
-            )
-    benchmarks(config.data)
+    # sources, mappings, benchmarks and the SFT set; the pass-rate policy defaults to the run's SFT model
+    curate_preflight(config, pass_rate=False)
     active_curriculum(config)
     for kind in PRODUCERS:
         if produced(config, kind) and (

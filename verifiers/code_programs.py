@@ -289,7 +289,9 @@ def _read_run(
     started = None
     for event in found:
         if "collected" in event and not keys:
-            keys += event["collected"]
+            # only tests the test file defines: a candidate's test_* functions that a star import
+            # brings in must not count
+            keys += [key for key in event["collected"] if _name(key) in tests.static]
         elif "start" in event:
             started = event["start"]
         elif "unit" in event:
@@ -320,17 +322,22 @@ def _ordered(
     tests: ProgramTests, keys: list[Any], results: dict[Any, dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], int]:
     ordered = []
-    prefix = TEST_FILE + "::"
     for key in [k for k in keys or tests.static if k in results]:
-        result = {"test": key.removeprefix(prefix) if isinstance(key, str) else key, **results[key]}
+        result = {"test": key.removeprefix(TEST_FILE + "::") if isinstance(key, str) else key, **results[key]}
         if result["verdict"] != "AC" and key in tests.labels:
             result["code"] = tests.labels[key]
         ordered.append(result)
     total = len(keys) if keys else tests.total
     if tests.form == "pytest" and keys:  # a test in the source that pytest did not collect fails
-        collected = {k.removeprefix(prefix).split("[", 1)[0] for k in keys}
+        collected = {_name(key) for key in keys}
         for name in tests.static:
             if name not in collected:
                 ordered.append({"test": name, "verdict": "RE", "error": "not collected by pytest"})
                 total += 1
     return ordered, total
+
+
+def _name(node_id: str) -> str:
+    """A pytest node id's test name as the source spells it: ``TestX::test_y`` for
+    ``test_solution.py::TestX::test_y[case-1]``."""
+    return node_id.removeprefix(TEST_FILE + "::").split("[", 1)[0]

@@ -85,6 +85,17 @@ def finish(res: StepResult, output: Path, removed: Path | None, **evidence: Path
     )
 
 
+def parse_map(pairs: list[str] | None) -> dict[str, str]:
+    """``--map canonical=column`` pairs (`m1 curate ingest`, `m1 verify`)."""
+    mapping = {}
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise InputError(f"--map {item!r}: expected canonical=column, e.g. prompt=problem")
+        mapping[key.strip()] = value.strip()
+    return mapping
+
+
 @app.command("ingest")
 def ingest(
     input: Input,
@@ -95,23 +106,34 @@ def ingest(
     source: Annotated[str | None, typer.Option(help="Source name (default: the file name).")] = None,
     domain: Annotated[str, typer.Option(help="Domain of rows without one.")] = "math",
     split: Annotated[str | None, typer.Option(help="Split of a datasets folder with several.")] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="The file's public schema: gsm8k, math, numina, humaneval, mbpp, apps, codecontests, "
+            "swebench (default: detected from the columns)."
+        ),
+    ] = None,
+    max_removed_share: Annotated[
+        float,
+        typer.Option(min=0, max=1, help="Quarantining more of the rows than this is an error (1: never)."),
+    ] = 0.9,
 ) -> None:
-    """Read a file into canonical RL items in the dataset store; bad rows are quarantined with a reason."""
+    """Read a file into canonical RL items in the dataset store; bad rows are quarantined with a reason.
+    A file whose rows are mostly quarantined (a column read wrongly) is an error, and nothing is written."""
+    from flows.curate.guard import Span, check
     from flows.curate.ingest import load_items
     from flows.store import DatasetStore, StepCount
 
-    mapping = {}
-    for item in map_ or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key or not value:
-            raise InputError(f"--map {item!r}: expected canonical=column, e.g. prompt=problem")
-        mapping[key.strip()] = value.strip()
-    got = load_items(input, source=source, mapping=mapping, domain=domain, split=split)
+    mapping = parse_map(map_)
+    got = load_items(input, source=source, mapping=mapping, domain=domain, split=split, preset=preset)
+    if got.rows_read:
+        span = Span(str(input), 0, got.rows_read, got.columns, got.mapping)
+        check(span, "ingest", got.rows_read, got.quarantined["reason"].to_list(), max_removed_share)
     manifest = DatasetStore().write(
         name,
         got.items,
         quarantine=got.quarantined,
-        params={"input": str(input), "mapping": got.mapping, "inferred": got.inferred},
+        params={"input": str(input), **got.record(str(input))},
         steps=[
             StepCount("ingest", got.rows_read, got.items.height, "broken lines and invalid rows quarantined")
         ],
@@ -285,13 +307,14 @@ def run(
     from rich.table import Table
 
     from flows.config import load_config
-    from flows.curate.flow import curate_flow
+    from flows.curate.flow import curate_flow, preflight
     from flows.curate.ingest import describe_mapping
     from flows.logs import run_flow
     from flows.store import DatasetStore
 
     overrides = list(set_ or []) + ([f"runner.kind={runner}"] if runner else [])
     cfg = load_config(config, overrides)
+    preflight(cfg)  # bad sources, mappings and settings fail here, before Prefect starts
     out = run_flow(curate_flow, cfg)
     manifest = out["manifest"]
     table = Table(title=f"{manifest['name']}@v{manifest['version']}: {manifest['rows']} items")
@@ -301,7 +324,9 @@ def run(
         table.add_row(s["step"], str(s["rows_in"]), str(s["rows_out"]), str(s["removed"]), s["reason"])
     Console().print(table)
     for source in manifest["params"].get("source_columns", []):
-        cols = describe_mapping(source["mapping"], source["inferred"])
+        cols = describe_mapping(
+            source["mapping"], source["inferred"], source.get("preset"), source.get("detected", False)
+        )
         console.print(f"{source['path']}: columns {cols}", highlight=False)
     cached = sum(state == "Cached" for _, state in out["tasks"])
     console.print(

@@ -4,6 +4,9 @@ Extraction order: the last \\boxed{...} (balanced braces), then "the (final) ans
 last mathematical expression of the text (the last $...$ span, else the last number). A reference that
 is already a bare answer ("42", "\\frac{1}{2}") is its own answer. An answer made of words ("blue")
 is rejected before math-verify, which would read it as a product of symbols.
+
+Only math items are checked (rows of domain math, or every row of a frame without a ``domain``
+column); items of other domains pass with no `answer`: their references are programs or patches.
 """
 
 from __future__ import annotations
@@ -121,11 +124,23 @@ def parses(answer: str) -> bool:
         return False
 
 
+def is_math(df: pl.DataFrame) -> list[bool]:
+    """Which rows the math rules apply to: those of domain math, or every row of a frame without a
+    ``domain`` column (a file of math items)."""
+    if "domain" not in df.columns:
+        return [True] * df.height
+    return df["domain"].cast(pl.String).fill_null("math").eq("math").to_list()
+
+
 def extract_answers(df: pl.DataFrame, reference_column: str = "reference") -> StepResult:
     """Keep rows whose reference yields an answer math-verify parses; adds an `answer` column."""
     require_columns(df, [reference_column], where="extract_answers input")
     answers, reasons = [], []
-    for ref in df[reference_column].cast(pl.String).to_list():
+    for ref, math in zip(df[reference_column].cast(pl.String).to_list(), is_math(df), strict=True):
+        if not math:
+            answers.append(None)
+            reasons.append(None)
+            continue
         answer, how = extract_answer(ref)
         answers.append(answer)
         if answer is None:

@@ -5,6 +5,10 @@ characters); broken LaTeX delimiters ($, \\( \\), \\[ \\], braces, \\begin/\\end
 questions; proof questions; binary (true/false, yes/no) questions, whose rewards a guess earns half
 the time. Multiple-choice questions lose their options and their answer becomes the chosen option's
 text, by rule; with a model endpoint, the model rewrites the stem as an open-ended question too.
+
+These are rules for math items. Items of another domain (a ``domain`` column other than math: code,
+SWE, logic, general) are checked by their own verifiers' data (tests, patches): here they only lose
+an empty or garbled prompt, and their references (programs, diffs) are not read as math.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from flows.curate.answers import extract_answer
+from flows.curate.answers import extract_answer, is_math
 from flows.curate.result import StepResult, split_by_reason
 from flows.schema import require_columns
 from verifiers.endpoint import Endpoint
@@ -142,9 +146,13 @@ def clean(
     prompts = df[prompt_column].cast(pl.String).to_list()
     refs = df[reference_column].cast(pl.String).to_list()
     metas = df["metadata"].to_list() if "metadata" in df.columns else [None] * df.height
+    math = is_math(df)
     reasons: list[str | None] = []
     rewrites: dict[int, tuple[str, str, MultipleChoice]] = {}  # row -> (rule prompt, answer, mc)
     for i, (prompt, ref) in enumerate(zip(prompts, refs, strict=True)):
+        if not math[i]:
+            reasons.append(_reject_other(prompt))
+            continue
         reason = _reject(prompt, ref)
         if reason is None and (mc := parse_multiple_choice(prompt)) is not None:
             option = _chosen_option(ref, mc)
@@ -192,6 +200,14 @@ def clean(
         f"{len(rewrites)} multiple-choice reformulated",
     )
     return res
+
+
+def _reject_other(prompt: str | None) -> str | None:
+    if not prompt or not prompt.strip():
+        return "empty prompt"
+    if problem := encoding_problem(prompt):
+        return f"{problem} in prompt"
+    return None
 
 
 def _reject(prompt: str | None, ref: str | None) -> str | None:

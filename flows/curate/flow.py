@@ -20,6 +20,7 @@ complete version, and the curated dataset never points at evidence that does not
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -36,11 +37,13 @@ from flows.config import (
     PipelineConfig,
     SourceConfig,
 )
-from flows.curate.ingest import Ingested, load_items, read_benchmark, read_table
+from flows.curate import guard
+from flows.curate.guard import Span, reason_kind
+from flows.curate.ingest import ALIASES, Ingested, load_items, read_benchmark, read_table
 from flows.curate.result import StepResult, merge_results
 from flows.curate.text import normalized
 from flows.datasets import CURATED, dataset_name
-from flows.errors import ConfigError
+from flows.errors import ConfigError, InputError
 from flows.runner import CACHED, RETRY, ROW, Tasks, fingerprint, on_runner, shards
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON
 from flows.store import DatasetStore
@@ -48,14 +51,7 @@ from flows.store import DatasetStore
 
 @task(name="ingest", **CACHED)
 def ingest_task(spec: SourceConfig, content: str) -> Ingested:
-    return load_items(
-        spec.path,
-        source=spec.name,
-        mapping=spec.mapping,
-        domain=spec.domain,
-        task=spec.task,
-        split=spec.split,
-    )
+    return read_source(spec)
 
 
 @task(name="generate", **CACHED)
@@ -175,6 +171,65 @@ def sources(config: PipelineConfig) -> list[SourceConfig]:
     return []
 
 
+def read_source(spec: SourceConfig) -> Ingested:
+    return load_items(
+        spec.path,
+        source=spec.name,
+        mapping=spec.mapping,
+        domain=spec.domain,
+        task=spec.task,
+        split=spec.split,
+        preset=spec.preset,
+    )
+
+
+def check_source(spec: SourceConfig, got: Ingested, max_share: float) -> Span:
+    """A source that yields no item, or whose rows ingest quarantined beyond `max_share`, or whose math
+    items all lack a reference (its answer column was not found), is an InputError naming the file."""
+    if got.items.height == 0:
+        first = got.quarantined[QUARANTINE_REASON][0] if got.quarantined.height else "the file is empty"
+        raise InputError(
+            f"{spec.path}: no valid items ({got.quarantined.height} rows quarantined; first: {first})"
+        )
+    span = Span(spec.path, 0, got.rows_read, got.columns, got.mapping)
+    guard.check(span, "ingest", got.rows_read, got.quarantined[QUARANTINE_REASON].to_list(), max_share)
+    math = got.items.filter(pl.col("domain") == "math")
+    if math.height and math["reference"].fill_null("").str.strip_chars().eq("").all():
+        column = got.mapping.get("reference")
+        why = (
+            f"every reference (column {column!r}) is empty"
+            if column
+            else f"no reference column (looked for {', '.join(ALIASES['reference'])})"
+        )
+        raise InputError(
+            f'{spec.path}: {why}; map the answer column, e.g. mapping = {{ reference = "COLUMN" }} under '
+            f"[[curate.sources]] (--map reference=COLUMN with `m1 curate ingest`); "
+            f"columns: {', '.join(got.columns)}"
+        )
+    return span
+
+
+def preflight(config: PipelineConfig, pass_rate: bool = True) -> None:
+    """Read curation's inputs once, so that a bad file, mapping or setting fails in the first seconds
+    with one line, before the Prefect server starts or anything is written: every source (as
+    `check_source` judges it), the benchmarks, the SFT set and the pass-rate policy. The flow checks the
+    same again (deployments start it without this)."""
+    c = config.curate
+    for spec in sources(config):
+        check_source(spec, read_source(spec), c.max_removed_share)
+    benchmarks(config.data)
+    if c.sft_path:
+        read_table(c.sft_path, strict=True)
+    if pass_rate and c.pass_rate.enabled and not c.pass_rate.policy.configured:
+        raise ConfigError(PASS_RATE_POLICY)
+
+
+PASS_RATE_POLICY = (
+    "curate.pass_rate needs a policy: set curate.pass_rate.policy.checkpoint or .endpoint.url "
+    "(in `m1 run` the SFT warm-start model is the default)"
+)
+
+
 def mapped(tasks: Tasks, step, df: pl.DataFrame, n: int, *args, by: pl.Expr | None = None) -> StepResult:
     """Run a row-wise step over shards and merge the results back into input order."""
     return merge_results(tasks.map(step, shards(df, n, by), *args), order_by=ROW)
@@ -203,6 +258,14 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
     inputs = [tasks.one(ingest_task, s, fingerprint(s.path)) for s in sources(config)] or [
         tasks.one(generate_task, config.data)
     ]
+    spans, start = [], 0
+    for spec, got in zip(sources(config) or [None], inputs, strict=True):
+        if spec is None:
+            span = Span("the bundled generator", 0, got.items.height)
+        else:
+            span = check_source(spec, got, c.max_removed_share)
+        spans.append(Span(span.label, start, start + got.items.height, span.columns, span.mapping))
+        start += got.items.height
     items = pl.concat([i.items for i in inputs], how="vertical_relaxed").with_row_index(ROW)
     quarantine = pl.concat(
         [i.quarantined.with_columns(pl.lit("ingest").alias("step")) for i in inputs], how="vertical_relaxed"
@@ -214,10 +277,7 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
         quarantine.height,
         sum(i.ids_assigned for i in inputs),
     )
-    mappings = [
-        {"path": spec.path, "mapping": got.mapping, "inferred": got.inferred}
-        for spec, got in zip(sources(config), inputs, strict=False)
-    ]
+    mappings = [got.record(spec.path) for spec, got in zip(sources(config), inputs, strict=False)]
     for spec, got in zip(sources(config), inputs, strict=False):
         logger.info("%s: columns %s", spec.path, got.describe_mapping())
 
@@ -225,11 +285,18 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
     df = items
     n = config.runner.shards
 
-    def record(res: StepResult) -> pl.DataFrame:
+    def record(res: StepResult, guarded: bool = True) -> pl.DataFrame:
+        """Keep the step's result; a guarded step that empties a source fails the run (flows/curate/guard.py)."""
         results.append(res)
         logger.info(
             "%s: %d -> %d (%s)", res.count.step, res.count.rows_in, res.count.rows_out, res.count.reason
         )
+        if guarded:
+            before = df[ROW].to_list()
+            removed = res.removed.select(ROW, QUARANTINE_REASON).rows()
+            for span in spans:
+                reasons = [why for row, why in removed if span.lo <= row < span.hi]
+                guard.check(span, res.count.step, span.count(before), reasons, c.max_removed_share)
         return res.kept
 
     if c.clean.enabled:
@@ -247,12 +314,9 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
     df = record(mapped(tasks, answers_task, df, n))
     if c.pass_rate.enabled and pass_rate:
         if not c.pass_rate.policy.configured:
-            raise ConfigError(
-                "curate.pass_rate needs a policy: set curate.pass_rate.policy.checkpoint or .endpoint.url "
-                "(in `m1 run` the SFT warm-start model is the default)"
-            )
+            raise ConfigError(PASS_RATE_POLICY)
         args = (c.pass_rate, None, c.pass_rate.policy.model_dump_json(), {}, config.plugin_dirs)
-        df = record(mapped(tasks, passrate_task, df, n, *args))
+        df = record(mapped(tasks, passrate_task, df, n, *args), guarded=False)  # kept share: the policy's
 
     manifest = write_outputs(store, config, items, df, quarantine, results, mappings)
     logger.info("%d of %d tasks resumed from cache", tasks.cached, len(tasks.states))
@@ -265,7 +329,7 @@ def benchmarks(cfg: DataConfig) -> dict[str, pl.DataFrame]:
     from flows.data.synthetic_math import load_benchmark
 
     return {"tiny_benchmark": load_benchmark()} | {
-        b.label: read_benchmark(b.path, b.mapping, label=b.label) for b in cfg.benchmarks
+        b.label: read_benchmark(b.path, b.mapping, label=b.label, preset=b.preset) for b in cfg.benchmarks
     }
 
 
@@ -339,14 +403,8 @@ def report(
     for r in results:
         lines.append(f"## {r.count.step}: {r.count.rows_in} -> {r.count.rows_out} ({r.count.reason})")
         if r.removed.height:
-            kinds = (
-                r.removed.select(
-                    pl.col(QUARANTINE_REASON).str.replace(r" (of|with) .*| \(.*", "").value_counts(sort=True)
-                )
-                .unnest(QUARANTINE_REASON)
-                .head(5)
-            )
-            lines += [f"- {row[0]}: {row[1]}" for row in kinds.rows()]
+            kinds = Counter(reason_kind(why or "") for why in r.removed[QUARANTINE_REASON].to_list())
+            lines += [f"- {kind}: {count}" for kind, count in kinds.most_common(5)]
         lines.append("")
     create_markdown_artifact("\n".join(lines), key="curation-report", description=f"Curation of {ref}")
 

@@ -352,8 +352,9 @@ def test_benchmarks_are_the_bundled_one_plus_the_configured_ones(tmp_path):
     got = flow.benchmarks(cfg)
     assert list(got) == ["tiny_benchmark", "mine"]
     assert got["tiny_benchmark"].equals(load_benchmark())
-    assert got["mine"].columns == ["prompt", "gold"]
+    assert got["mine"].columns == ["prompt", "reference"]  # `gold` is a reference by its usual name
     assert got["mine"]["prompt"].to_list() == ["Q1", "Q2"]
+    assert got["mine"]["reference"].to_list() == ["1", "2"]
     assert list(flow.benchmarks(DataConfig())) == ["tiny_benchmark"]
     bad = DataConfig(benchmarks=[BenchmarkConfig(path=str(path), name="mine", mapping={"prompt": "nope"})])
     with pytest.raises(InputError, match=r"^benchmark mine \(.*\): mapping prompt=nope: no column 'nope'"):

@@ -330,3 +330,13 @@ def test_m1_verify_scores_curated_items_without_reshaping(sandboxed, tmp_path):
         ("mbpp", 0.0, "mbpp"),
         ("kod", 1.0, "pytest"),
     ]
+
+
+def test_a_candidates_own_test_functions_do_not_count(sandboxed):
+    source = "from solution import *\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    hack = candidate(
+        "return 0", after="def test_free():\n    pass\n\nclass TestFree:\n    def test_a(self):\n        pass"
+    )
+    reward = score({"response": hack, "test": source}, partial_credit=True)
+    assert [(t["test"], t["verdict"]) for t in reward.details["tests"]] == [("test_add", "WA")]
+    assert reward.reward == 0.0 and reward.details["total"] == 1
