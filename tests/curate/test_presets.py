@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.config import BenchmarkConfig, DataConfig, PipelineConfig
+from flows.config import BenchmarkConfig, DataConfig
 from flows.curate import flow
 from flows.curate.ingest import load_items, read_benchmark
 from flows.curate.presets import PRESETS
@@ -265,7 +265,9 @@ def test_a_row_the_preset_cannot_read_is_one_line_naming_file_row_and_field(tmp_
     path.write_text(f"{good}\n\n{json.dumps(row)}\n")  # a blank line: the row is on line 3
     with pytest.raises(InputError) as err:
         load_items(path, preset=preset)
-    assert str(err.value).startswith(f"{path}: {message}") and err.value.args[0].endswith(f"(preset {preset})")
+    assert str(err.value).startswith(f"{path}: {message}") and err.value.args[0].endswith(
+        f"(preset {preset})"
+    )
     assert "\n" not in str(err.value)
 
 
