@@ -20,9 +20,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,dist,logic,swe,bench]'
 	touch $@
 
-# `m1 run` includes the SWE subflow when config.swe.enabled: it needs the Docker engine (and builds
-# the sandbox base image once, a few minutes), so `run` starts it exactly as `test` does.
+# What the default DAG's subflows need from the machine (flows/prerequisites.py), installed exactly as
+# `services` does: the process sandbox (code tasks) and the Docker engine (SWE tasks; the sandbox base
+# image is built once, a few minutes). tests/foundation/test_prerequisites.py keeps this list equal to
+# what `m1 run` checks, which fails in its first seconds, naming these commands, when one is missing.
 run: $(VENV)/.installed
+	bash scripts/sandbox-tools.sh
 	bash scripts/docker-engine.sh
 	$(M1) run
 

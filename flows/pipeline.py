@@ -35,14 +35,17 @@ PLANTED_BY_STEP = {
 
 
 def preflight(config: PipelineConfig) -> None:
-    """Read every input once so that bad files and settings fail fast, with one clear line, before
-    anything is written."""
+    """Check the machine and read every input once, so that a missing tool, a bad file or a bad setting
+    fails fast, with one clear line, before anything is written."""
     from flows.curate.flow import preflight as curate_preflight
     from flows.curriculum.stage import active_curriculum
+    from flows.prerequisites import check as check_machine
+    from flows.prerequisites import needed
 
     # sources, mappings, benchmarks and the SFT set; the pass-rate policy defaults to the run's SFT model
     curate_preflight(config, pass_rate=False)
     active_curriculum(config)
+    check_machine(needed(config))  # every producer's tools at once, with the one command that installs them
     for kind in PRODUCERS:
         if produced(config, kind) and (
             check := getattr(importlib.import_module(PRODUCERS[kind].split(":")[0]), "preflight", None)

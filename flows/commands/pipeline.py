@@ -37,7 +37,8 @@ def run(
     preflight(cfg)  # bad inputs fail here, before anything is written
     curriculum, _ = active_curriculum(cfg)
     with training_progress({"sft": cfg.train.sft_steps} | {s.name: s.steps for s in curriculum.stages}):
-        result = run_flow(pipeline, cfg)
+        state = run_flow(pipeline, cfg, return_state=True)
+        result = state.result()  # the flow's own exception, if it failed
     console = Console()
     table = Table(title=f"m1 run {cfg.name}", title_justify="left")
     for col in ("subflow", "dataset", "rows in", "rows out", "quarantined"):
@@ -57,6 +58,22 @@ def run(
     if before is not None and after is not None:
         console.print(f"held-out pass rate: {before:.1%} before training, {after:.1%} after")
     console.print(f"report: {result['report']}", highlight=False)
+    console.print(ui_hint(state.state_details.flow_run_id, cfg.name), highlight=False, soft_wrap=True)
+
+
+def ui_hint(flow_run_id, name: str) -> str:
+    """Where a finished run is in the Prefect UI: on the server runs report to, if one is configured;
+    else on the one `m1 ui` starts over the database the run's temporary server wrote."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
+
+    from flows.artifacts import artifact_key
+
+    page = f"/runs/flow-run/{flow_run_id}"
+    what = f"the run's subflows, and the report as artifact {artifact_key('run-report', name)}"
+    if api := PREFECT_API_URL.value():
+        ui = (PREFECT_UI_URL.value() or api.removesuffix("/api")).rstrip("/")
+        return f"Prefect UI: open {ui}{page}: {what}"
+    return f"Prefect UI: start it with `m1 ui`, then open http://127.0.0.1:4200{page}: {what}"
 
 
 def ui(

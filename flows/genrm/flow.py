@@ -31,6 +31,7 @@ from flows.datasets import GENERAL, dataset_name
 from flows.store import DatasetStore
 
 DEFAULT_CONFIG = PipelineConfig()
+PREREQUISITES = ()  # nothing from the machine (flows/prerequisites.py): the judge is trained and served here
 
 
 def genrm_root(config: PipelineConfig) -> Path:

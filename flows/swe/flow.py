@@ -31,6 +31,10 @@ from flows.errors import ConfigError
 from flows.runner import CACHED, RETRY, Tasks, on_runner
 from flows.schema import QUARANTINE_REASON, validate_items
 from flows.store import DatasetStore, StepCount
+from sandboxes.prerequisites import DOCKER_ENGINE
+
+# What this flow needs from the machine (flows/prerequisites.py): images are built and tests run in Docker.
+PREREQUISITES = (DOCKER_ENGINE,)
 
 
 def repos_dir(config: PipelineConfig) -> Path:
@@ -82,15 +86,9 @@ def validate_shard(rows: list[dict], c: SWEConfig, output: str) -> list[dict]:
 
 def preflight(config: PipelineConfig) -> None:
     """The SWE subflow needs the Docker engine: say so before anything runs."""
-    from sandboxes import SandboxUnavailable
-    from sandboxes.container import engine
+    from flows.prerequisites import check
 
-    try:
-        engine()
-    except SandboxUnavailable as exc:
-        raise ConfigError(
-            f"swe.enabled needs the Docker engine ({exc}); `make services` starts it, or set swe.enabled=false"
-        ) from None
+    check({SWE: PREREQUISITES})
 
 
 @flow(name="m1-swe", flow_run_name="{config.name}-swe", log_prints=True)

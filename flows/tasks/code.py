@@ -32,14 +32,18 @@ from flows.config import CodeTasksConfig, PipelineConfig
 from flows.curate.flow import mapped
 from flows.curate.result import StepResult, merge_results, split_by_reason
 from flows.datasets import CODE, CURATED, SYNLOGIC, dataset_name
-from flows.errors import ConfigError, InputError
+from flows.errors import ConfigError
 from flows.runner import CACHED, RETRY, ROW, Tasks, on_runner
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore
 from flows.tasks.publish import Steps, publish, source_hash, write
 from flows.tasks.steps import answer_check, chunks, deduplicate, schema_task
+from sandboxes.prerequisites import PROCESS_SANDBOX
 
 AGAINST = (CURATED, SYNLOGIC)
+# What this flow needs from the machine (flows/prerequisites.py): the reference check and testgen run
+# programs in the process sandbox.
+PREREQUISITES = (PROCESS_SANDBOX,)
 SOURCE = "code_problems"
 
 
@@ -161,14 +165,11 @@ def reference_task(shard: pl.DataFrame, cfg: CodeTasksConfig) -> StepResult:
 
 
 def preflight(config: PipelineConfig) -> list[Spec]:
-    """Check the code section before anything runs (the CLI and the DAG call this first)."""
-    from sandboxes import SandboxUnavailable, get_sandbox
+    """Check the code section and the machine before anything runs (the CLI and the DAG call this first)."""
+    from flows.prerequisites import check
 
     specs = plan(config.code)
-    try:
-        get_sandbox("process")
-    except SandboxUnavailable as exc:  # says how to install bubblewrap
-        raise InputError(f"code tasks run their references in the process sandbox: {exc}") from None
+    check({CODE: PREREQUISITES})
     return specs
 
 

@@ -39,6 +39,7 @@ from flows.tasks.steps import answer_check, chunks, deduplicate, schema_task
 
 AGAINST = (CURATED, CODE)  # the run's datasets the logic items must not duplicate
 STEPS = 4 + len(AGAINST)
+PREREQUISITES = ()  # nothing from the machine (flows/prerequisites.py): generators and checkers are Python
 
 
 @dataclass(frozen=True)
