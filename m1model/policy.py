@@ -1,8 +1,11 @@
-"""Loading and saving a policy: the model and its tokenizer from one HF-format folder, in one place.
+"""Building, loading and saving a policy, each in one place.
 
-Every caller (training stages, pass-rate sampling, logic calibration, `m1 serve model`, probes) loads
-through `load_policy`, the way nanochat's `build_model(dir)` is its only loader. `save_policy` replaces a
-folder atomically, so a reader (the next stage, a server) never sees half a checkpoint.
+`build_model` is the one factory of a fresh model: the base of `m1 run`, the warm start of the
+experiments and the benches' models all come from it, so a change to how a model is laid out or seeded
+holds for all of them. Every caller (training stages, pass-rate sampling, logic calibration,
+`m1 serve model`, probes) loads through `load_policy`, the way nanochat's `build_model(dir)` is its only
+loader. `save_policy` replaces a folder atomically, so a reader (the next stage, a server) never sees
+half a checkpoint.
 """
 
 from __future__ import annotations
@@ -17,12 +20,37 @@ from typing import Any
 import torch
 from safetensors import SafetensorError
 
+from m1model.config import M1Config, hybrid_layer_types
 from m1model.modeling import M1ForCausalLM
 from m1model.tokenizer import load_tokenizer
 
 
 class CheckpointError(ValueError):
     """A folder that is not a loadable policy checkpoint; the message names the folder and why."""
+
+
+def build_model(
+    *, tokenizer: Any = None, seed: int = 0, softmax_every: int = 8, **fields: Any
+) -> M1ForCausalLM:
+    """A freshly initialised model, the same weights for the same arguments.
+
+    ``fields`` are M1Config fields (hidden_size, num_hidden_layers, vocab_size, ...). The layers follow
+    MiniMax's pattern, one softmax-attention layer after every ``softmax_every - 1`` lightning layers,
+    unless ``layer_types`` is given. With a ``tokenizer``, the vocabulary and the pad/bos/eos ids are
+    its own. Raises ValueError for a shape the model cannot build, naming the field."""
+    if tokenizer is not None:
+        fields = {
+            "vocab_size": len(tokenizer),
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            **{k: v for k, v in fields.items() if k != "vocab_size"},
+        }
+    layers = fields.get("num_hidden_layers", M1Config.num_hidden_layers)
+    fields.setdefault("layer_types", hybrid_layer_types(layers, softmax_every))
+    config = M1Config(**fields)
+    torch.manual_seed(seed)
+    return M1ForCausalLM(config)
 
 
 def load_policy(

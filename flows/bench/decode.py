@@ -81,8 +81,8 @@ def bench_decode(
     from rich.table import Table
 
     from flows.errors import InputError
-    from m1model import M1Config, M1ForCausalLM
     from m1model.config import hybrid_layer_types
+    from m1model.policy import build_model
 
     if threads:
         torch.set_num_threads(threads)
@@ -96,8 +96,7 @@ def bench_decode(
     try:
         models = {}
         for name, types in kinds.items():
-            torch.manual_seed(0)
-            models[name] = M1ForCausalLM(M1Config(**shape, layer_types=types)).eval()
+            models[name] = build_model(**shape, layer_types=types).eval()
     except ValueError as exc:
         raise InputError(f"model shape: {exc}") from None
 

@@ -55,7 +55,7 @@ def _judge_checkpoint(folder: Path) -> Path:
     """A fresh judge-sized model with a tokenizer trained on judge prompts (throughput does not depend on
     what the weights learned, only on their shapes and the tokens generated)."""
     from flows.config import GenRMConfig
-    from flows.curriculum.base import build_model
+    from flows.curriculum.base import fresh_model
     from flows.genrm.labels import labelled_set
     from flows.genrm.train_judge import grade_examples
     from m1model.policy import save_policy
@@ -64,7 +64,7 @@ def _judge_checkpoint(folder: Path) -> Path:
     g = GenRMConfig()
     texts = [e.message for e in grade_examples(labelled_set(40, 20, 40, seed=99))]
     tokenizer = train_tokenizer(texts, vocab_size=g.judge_model.vocab_size)
-    return save_policy(build_model(g.judge_model, tokenizer), tokenizer, folder)
+    return save_policy(fresh_model(g.judge_model, tokenizer), tokenizer, folder)
 
 
 @app.command("genrm")

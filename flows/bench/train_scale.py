@@ -36,17 +36,14 @@ def workload(settings: dict[str, Any], ctx, device: str | None = None) -> list[d
     """Warm-up + timed RL steps of a fresh model on random prompts; per timed step: its metrics and the
     tokens it trained on. Identical on every rank and in one process (same seeds)."""
     import numpy as np
-    import torch
 
-    from m1model import Engine, M1Config, M1ForCausalLM
-    from m1model.config import hybrid_layer_types
+    from m1model import Engine
+    from m1model.policy import build_model
     from m1model.rl.rollout import PromptPool
     from m1model.rl.trainer import RLConfig, RLTrainer
 
     shape = settings["shape"]
-    torch.manual_seed(0)
-    model = M1ForCausalLM(M1Config(**shape, layer_types=hybrid_layer_types(shape["num_hidden_layers"])))
-    model = model.to(device or ctx.device)
+    model = build_model(**shape).to(device or ctx.device)
     rng = np.random.default_rng(0)
     prompts = [rng.integers(3, shape["vocab_size"], settings["prompt_len"]).tolist() for _ in range(64)]
 

@@ -76,18 +76,15 @@ def bench_train_step(
     from transformers import MiniMaxForCausalLM
 
     from flows.errors import InputError
-    from m1model import M1Config, M1ForCausalLM
-    from m1model.config import hybrid_layer_types
+    from m1model.policy import build_model
 
     if threads:
         torch.set_num_threads(threads)
     dims = parse_shape(shape)
-    torch.manual_seed(0)
     try:
-        config = M1Config(**dims, layer_types=hybrid_layer_types(dims["num_hidden_layers"]))
+        ours = build_model(**dims).train()
     except ValueError as exc:
         raise InputError(f"model shape: {exc}") from None
-    ours = M1ForCausalLM(config).train()
     with tempfile.TemporaryDirectory() as folder:
         ours.save_pretrained(folder)
         theirs = MiniMaxForCausalLM.from_pretrained(folder).train()

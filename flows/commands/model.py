@@ -43,7 +43,7 @@ def init(
     """A randomly initialised hybrid model and a byte-level BPE tokenizer trained on CORPUS, as an HF checkpoint."""
     from flows.atomic import atomic_dir
     from flows.config import load_config
-    from flows.curriculum.base import build_model
+    from flows.curriculum.base import fresh_model
     from m1model import train_tokenizer
 
     if output.exists():
@@ -51,7 +51,7 @@ def init(
     texts = read_lines(corpus, "corpus")
     spec = load_config(config, overrides or []).model
     tokenizer = train_tokenizer(texts, spec.vocab_size)
-    model = build_model(spec, tokenizer)
+    model = fresh_model(spec, tokenizer)
     with atomic_dir(output) as tmp:
         model.save_pretrained(tmp, tokenizer=tokenizer)
     n_params = sum(p.numel() for p in model.parameters())

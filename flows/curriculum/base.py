@@ -22,23 +22,17 @@ from flows.curriculum.settings import sft_config
 _NOT_MODEL = {"softmax_every", "vocab_size", "seed"}
 
 
-def build_model(model_cfg: ModelConfig, tokenizer: Any):
-    """A freshly initialised model of the configured size for this tokenizer's vocabulary."""
-    import torch
+def fresh_model(model_cfg: ModelConfig, tokenizer: Any):
+    """A freshly initialised model of the configured size for this tokenizer's vocabulary, from
+    m1model's one factory."""
+    from m1model.policy import build_model
 
-    from m1model import M1Config, M1ForCausalLM
-    from m1model.config import hybrid_layer_types
-
-    torch.manual_seed(model_cfg.seed)
-    config = M1Config(
+    return build_model(
+        tokenizer=tokenizer,
+        seed=model_cfg.seed,
+        softmax_every=model_cfg.softmax_every,
         **model_cfg.model_dump(exclude=_NOT_MODEL),
-        vocab_size=len(tokenizer),
-        layer_types=hybrid_layer_types(model_cfg.num_hidden_layers, model_cfg.softmax_every),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
     )
-    return M1ForCausalLM(config)
 
 
 def base_folder(config: PipelineConfig) -> Path:
@@ -76,7 +70,7 @@ def build_base(
             [prompt_text(r) + answer_text(r) for r in rows], vocab_size=config.model.vocab_size
         )
     tokenizer = ctx.gather(tokenizer)[0]  # rank 0's, on every rank
-    model = build_model(config.model, tokenizer).to(ctx.device)
+    model = fresh_model(config.model, tokenizer).to(ctx.device)
     parallel = distributed.DataParallel(model, ctx, config.train.parallel)
     notify = on_step or (lambda phase, m: None)
     history = sft_warm_start(

@@ -41,25 +41,22 @@ def random_model(s: Setting, seed: int = 0):
     """The pipeline's hybrid layout (3 lightning + 1 softmax layer per 4), MoE, LM head scaled to `logit_std`."""
     import torch
 
-    from m1model import M1Config, M1ForCausalLM
-    from m1model.config import hybrid_layer_types
+    from m1model.policy import build_model
 
-    torch.manual_seed(seed)
     heads = max(2, s.hidden // 32)
-    model = M1ForCausalLM(
-        M1Config(
-            vocab_size=s.vocab,
-            hidden_size=s.hidden,
-            intermediate_size=s.hidden * 3 // 2,
-            num_hidden_layers=s.layers,
-            num_attention_heads=heads,
-            num_key_value_heads=1,
-            head_dim=s.hidden // heads,
-            num_local_experts=4,
-            num_experts_per_tok=2,
-            layer_types=hybrid_layer_types(s.layers, 4),
-            pad_token_id=0,
-        )
+    model = build_model(
+        seed=seed,
+        softmax_every=4,
+        vocab_size=s.vocab,
+        hidden_size=s.hidden,
+        intermediate_size=s.hidden * 3 // 2,
+        num_hidden_layers=s.layers,
+        num_attention_heads=heads,
+        num_key_value_heads=1,
+        head_dim=s.hidden // heads,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        pad_token_id=0,
     ).eval()
     if s.logit_std:
         with torch.no_grad():

@@ -141,7 +141,7 @@ def train_judge(
     import time
 
     from flows.config import TrainConfig
-    from flows.curriculum.base import build_model
+    from flows.curriculum.base import fresh_model
     from flows.curriculum.settings import sft_config
     from flows.genrm.evaluate import evaluate_judge
     from flows.genrm.labels import write_labels
@@ -157,7 +157,7 @@ def train_judge(
 
     corpus = [e.message + "\n" + e.answer for e in train_examples[:2000]]
     tokenizer = train_tokenizer(corpus, vocab_size=cfg.judge_model.vocab_size)
-    model = build_model(cfg.judge_model, tokenizer)
+    model = fresh_model(cfg.judge_model, tokenizer)
     eos = [tokenizer.eos_token_id]
     pairs = [
         (chat_ids(tokenizer, e.message), list(tokenizer.encode(e.answer, add_special_tokens=False)) + eos)

@@ -8,13 +8,13 @@ import pytest
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     from flows.config import ModelConfig
-    from flows.curriculum.base import build_model
+    from flows.curriculum.base import fresh_model
     from m1model import train_tokenizer
     from m1model.policy import save_policy
 
     texts = [f"the quick brown fox {i} jumps over the lazy dog at the market" for i in range(300)]
     tokenizer = train_tokenizer(texts, vocab_size=320)
-    model = build_model(ModelConfig(vocab_size=320), tokenizer).eval()
+    model = fresh_model(ModelConfig(vocab_size=320), tokenizer).eval()
     return save_policy(model, tokenizer, tmp_path_factory.mktemp("ckpt") / "tiny-m1")
 
 

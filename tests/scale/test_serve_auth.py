@@ -120,12 +120,12 @@ def test_model_server_takes_the_key_and_the_openai_client_sends_it(tmp_path):
     import openai
 
     from flows.config import ModelConfig
-    from flows.curriculum.base import build_model
+    from flows.curriculum.base import fresh_model
     from m1model import train_tokenizer
     from m1model.policy import save_policy
 
     tokenizer = train_tokenizer([f"the quick brown fox {i} jumps" for i in range(200)], vocab_size=300)
-    save_policy(build_model(ModelConfig(vocab_size=300), tokenizer), tokenizer, tmp_path / "ckpt")
+    save_policy(fresh_model(ModelConfig(vocab_size=300), tokenizer), tokenizer, tmp_path / "ckpt")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
