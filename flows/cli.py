@@ -6,9 +6,11 @@ User errors (bad files, bad config) print one line and exit with code 2, never a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -85,13 +87,43 @@ def _prefect_defaults() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
+# Width of Rich's consoles when no standard stream is a terminal (CI, `m1 ... > file`, a subprocess):
+# Rich falls back to 80 columns there and cuts tables and lines at it; output for a file or a pipe is
+# read whole, so it is laid out as wide as it needs.
+NOT_A_TERMINAL_WIDTH = 1000
+
+
+@contextlib.contextmanager
+def _console_width() -> Iterator[None]:
+    """Tables and lines uncut while a command runs with no terminal (Rich reads COLUMNS whenever it
+    measures a console, so this also reaches the consoles the command modules made at import); a
+    COLUMNS the user set wins, and a terminal keeps its own width."""
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    if "COLUMNS" in os.environ or any(_is_terminal(s) for s in streams):
+        yield
+        return
+    os.environ["COLUMNS"] = str(NOT_A_TERMINAL_WIDTH)
+    try:
+        yield
+    finally:
+        os.environ.pop("COLUMNS", None)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream is not None and os.isatty(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # replaced or closed streams are not terminals
+        return False
+
+
 def main() -> None:
     from m1model.allocator import keep_freed_memory
 
     keep_freed_memory()  # before any tensor: training's temporaries stay in the heap (page faults otherwise)
     _prefect_defaults()
     try:
-        app()
+        with _console_width():
+            app()
     except M1Error as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)

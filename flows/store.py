@@ -4,10 +4,16 @@ Layout: ``$M1_HOME/datasets/<name>/v0001/{data.parquet, manifest.json, quarantin
 ``LATEST`` file naming the newest complete version. A version folder is built under a temporary
 name and renamed into place, then LATEST is replaced atomically, so a write killed midway leaves the
 previous version intact and readable.
+
+Same content, same version: a write whose rows, quarantine, parameters, parents and steps are those of
+the latest version (a rerun on unchanged input) returns that version instead of adding an identical one,
+so what fingerprints a version number (curriculum stages) does not turn stale. The manifest's `content`
+is the SHA-256 it is compared by; the code version and the time are not part of it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -85,6 +91,7 @@ class Manifest:
     quarantined: int = 0
     code_version: str = ""
     created: float = 0.0
+    content: str = ""  # SHA-256 of the data, quarantine, params, parents and steps (`content_hash`)
 
     def to_json(self) -> str:
         d = self.__dict__ | {"steps": [s.__dict__ | {"removed": s.removed} for s in self.steps]}
@@ -101,6 +108,29 @@ class Manifest:
     @property
     def ref(self) -> str:
         return f"{self.name}@v{self.version}"
+
+
+class _Unchanged(Exception):
+    """A write whose content is the latest version's."""
+
+
+def content_hash(folder: Path, manifest: Manifest) -> str:
+    """SHA-256 of a version's files (data, quarantine) and of what its manifest says it was made from."""
+    digest = hashlib.sha256()
+    for name in ("data.parquet", "quarantine.parquet"):
+        file = folder / name
+        digest.update(f"{name}:{file.stat().st_size if file.exists() else -1}\n".encode())
+        if file.exists():
+            with open(file, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+    made_from = {
+        "params": manifest.params,
+        "parents": manifest.parents,
+        "steps": [s.__dict__ for s in manifest.steps],
+    }
+    digest.update(json.dumps(made_from, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
 
 
 class DatasetStore:
@@ -126,9 +156,14 @@ class DatasetStore:
         return int(pointer.read_text().strip())
 
     def path(self, name: str, version: int | None = None) -> Path:
-        version = self.latest(name) if version is None else version
-        if version is None:
+        latest = self.latest(name)
+        if latest is None:
             raise InputError(f"dataset {name!r} does not exist in {self.datasets}")
+        if version is None:
+            version = latest
+        elif not (self._dir(name) / f"v{version:04d}" / "manifest.json").exists():
+            have = ", ".join(f"v{v}" for v in self.versions(name))
+            raise InputError(f"dataset {name!r} has no version {version} (versions: {have})")
         return self._dir(name) / f"v{version:04d}"
 
     def write(
@@ -141,7 +176,8 @@ class DatasetStore:
         steps: list[StepCount] | None = None,
         quarantine: pl.DataFrame | None = None,
     ) -> Manifest:
-        """Write a new version atomically and return its manifest."""
+        """Write a new version atomically and return its manifest; when the content is the latest
+        version's (see the module docstring), return that version's manifest and write nothing."""
         versions = self.versions(name)
         version = (versions[-1] + 1) if versions else 1
         manifest = Manifest(
@@ -155,11 +191,21 @@ class DatasetStore:
             code_version=code_version(),
             created=time.time(),
         )
-        with atomic_dir(self._dir(name) / f"v{version:04d}") as tmp:
-            df.write_parquet(tmp / "data.parquet")
-            if quarantine is not None and quarantine.height:
-                quarantine.write_parquet(tmp / "quarantine.parquet")
-            (tmp / "manifest.json").write_text(manifest.to_json())
+        latest = self.latest(name)
+        latest_file = self._dir(name) / f"v{latest or 0:04d}" / "manifest.json"
+        previous = Manifest.from_json(latest_file.read_text()) if latest_file.exists() else None
+        try:
+            with atomic_dir(self._dir(name) / f"v{version:04d}") as tmp:
+                # one chunk: the same rows give the same bytes however the frame was assembled
+                df.rechunk().write_parquet(tmp / "data.parquet")
+                if quarantine is not None and quarantine.height:
+                    quarantine.rechunk().write_parquet(tmp / "quarantine.parquet")
+                manifest.content = content_hash(tmp, manifest)
+                if previous is not None and previous.content == manifest.content:
+                    raise _Unchanged
+                (tmp / "manifest.json").write_text(manifest.to_json())
+        except _Unchanged:
+            return previous  # the temporary folder is gone with the exception
         atomic_write_text(self._dir(name) / "LATEST", f"{version}\n")
         return manifest
 

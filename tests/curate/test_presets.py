@@ -320,6 +320,7 @@ def test_every_preset_through_curate_sources_and_m1_curate_run(prefect_harness, 
     config.write_text(f'name = "pre"\nhome = "{m1_home}"\n{sources}')
     res = CliRunner().invoke(app, ["curate", "run", "-c", str(config)], terminal_width=300)
     assert res.exit_code == 0, res.output
+    assert "pre-curated@v1: 19 items" in res.output
     for name in names:
         assert f"{name}.jsonl: columns preset {name} (detected): " in res.output
     assert "extra.jsonl: columns preset math: id <- unique_id" in res.output
@@ -339,3 +340,7 @@ def test_every_preset_through_curate_sources_and_m1_curate_run(prefect_harness, 
     domains = dict(curated.group_by("domain").len().rows())
     assert domains == {"math": 10, "code": 8, "swe": 1}  # code and SWE items pass the math-only steps
     assert set(curated.filter(pl.col("domain") == "math")["answer"].to_list()) >= {"72", "\\sqrt{2}"}
+    again = CliRunner().invoke(app, ["curate", "run", "-c", str(config)], terminal_width=300)
+    assert again.exit_code == 0, again.output
+    assert "pre-curated@v1: 19 items" in again.output  # unchanged input: the same version, not v2
+    assert DatasetStore(m1_home).versions("pre-curated") == [1]

@@ -106,3 +106,39 @@ def test_default_root_is_m1_home(tmp_path, monkeypatch):
     monkeypatch.delenv("M1_HOME")
     monkeypatch.chdir(tmp_path)
     assert DatasetStore().root == tmp_path / ".m1"
+
+
+def test_same_content_is_the_same_version(tmp_path):
+    """A rerun on unchanged input writes nothing new: a stage that fingerprints the version stays fresh.
+    Rows, quarantine, params, parents and steps all count; the code version and the time do not."""
+    store = DatasetStore(tmp_path)
+    frame = pl.DataFrame({"x": [1, 2, 3], "y": ["a", "b", "c"]})
+    first = store.write("items", frame, params={"seed": 0}, steps=[StepCount("clean", 4, 3, "bad")])
+    rebuilt = pl.concat([frame.head(1), frame.tail(2)], rechunk=False)  # the same rows, in two chunks
+    again = store.write("items", rebuilt, params={"seed": 0}, steps=[StepCount("clean", 4, 3, "bad")])
+    assert again == first and store.versions("items") == [1] and store.latest("items") == 1
+    assert len(list((tmp_path / "datasets" / "items").iterdir())) == 2  # v0001 and LATEST, no leftovers
+    assert len(first.content) == 64 and store.manifest("items").content == first.content
+    changes = [
+        {"df": frame.head(2)},
+        {"df": frame, "params": {"seed": 1}},
+        {"df": frame, "parents": ["other@v1"]},
+        {"df": frame, "steps": [StepCount("clean", 5, 3, "bad")]},
+        {"df": frame, "quarantine": pl.DataFrame({"x": [9]})},
+        {"df": frame, "params": {"seed": 0}, "steps": [StepCount("clean", 4, 3, "bad")]},  # back to v1's
+    ]
+    made = [store.write("items", **kw).version for kw in changes]
+    assert made == [2, 3, 4, 5, 6, 7]  # each differs from the latest (the last one from v6, not v1)
+    assert (
+        store.write("items", frame, params={"seed": 0}, steps=[StepCount("clean", 4, 3, "bad")]).version == 7
+    )
+
+
+def test_a_version_that_does_not_exist_is_one_clear_error(tmp_path):
+    store = DatasetStore(tmp_path)
+    store.write("items", pl.DataFrame({"x": [1]}))
+    store.write("items", pl.DataFrame({"x": [2]}))
+    for read in (store.read, store.manifest, store.quarantine):
+        with pytest.raises(InputError, match=r"^dataset 'items' has no version 9 \(versions: v1, v2\)$"):
+            read("items", 9)
+    assert store.read("items", 1)["x"].to_list() == [1]
