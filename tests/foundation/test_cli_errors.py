@@ -59,6 +59,13 @@ GOOD = {
             "broken.jsonl: no valid items (2 rows quarantined; first: line 1: invalid JSON",
         ),
         (lambda d: ["--set", f"data.benchmarks=[{{path: {d / 'nope.jsonl'}}}]"], "nope.jsonl"),
+        (
+            lambda d: (
+                (d / "ok.toml").write_text("[train]\nrl_lr = 1e-3\n")
+                and ["--config", str(d / "ok.toml"), "-s", "train.rl_lrr=1e-3"]
+            ),
+            "error: override 'train.rl_lrr=1e-3': train.rl_lrr: Extra inputs are not permitted",
+        ),
     ],
     ids=[
         "missing-config",
@@ -67,6 +74,7 @@ GOOD = {
         "missing-column",
         "broken-json",
         "missing-bench",
+        "override-typo",
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, m1_home, setup, expected):
