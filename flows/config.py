@@ -507,6 +507,17 @@ def _validation_message(exc: ValidationError) -> str:
     return f"{where}: {e['msg']}{more}"
 
 
+def _blame(exc: ValidationError, overrides: list[str]) -> str | None:
+    """``override 'train.rl_lrr=1'`` when the first error lies under a key an override set (the last
+    one, as it wins), else None: the error is the file's."""
+    loc = tuple(str(p) for p in exc.errors()[0]["loc"])
+    for item in reversed(overrides):
+        key = tuple(item.split("=", 1)[0].strip().split("."))
+        if loc[: len(key)] == key or key[: len(loc)] == loc:
+            return f"override {item!r}"
+    return None
+
+
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> PipelineConfig:
     data = _read(Path(path)) if path else {}
     for item in overrides or []:
@@ -514,7 +525,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     try:
         return PipelineConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{path or 'config'}: {_validation_message(exc)}") from None
+        where = _blame(exc, overrides or []) or path or "config"
+        raise ConfigError(f"{where}: {_validation_message(exc)}") from None
 
 
 def apply_overrides(config: PipelineConfig, overrides: list[str]) -> PipelineConfig:
@@ -524,7 +536,7 @@ def apply_overrides(config: PipelineConfig, overrides: list[str]) -> PipelineCon
     try:
         return PipelineConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"override: {_validation_message(exc)}") from None
+        raise ConfigError(f"{_blame(exc, overrides) or 'override'}: {_validation_message(exc)}") from None
 
 
 def _set_dotted(data: dict[str, Any], item: str) -> None:
