@@ -91,7 +91,7 @@ def parse_map(pairs: list[str] | None) -> dict[str, str]:
     for item in pairs or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise InputError(f"--map {item!r}: expected canonical=column, e.g. prompt=problem")
+            raise InputError(f"--map {item!r}: expected field=column, e.g. prompt=problem")
         mapping[key.strip()] = value.strip()
     return mapping
 

@@ -2,12 +2,16 @@
 
 `m1 verify` is a stable interface that other tools call: each output row is the input row plus
 ``reward`` (float) and ``details`` (object). No row is lost: a row the verifier cannot handle, and a
-line that is not a JSON object, get reward 0 and an ``error`` detail.
+line that is not a JSON object, get reward 0 and an ``error`` detail. ``--map field=column`` lets the
+verifier read a field from a column of another name (``--map reference=final_answer``); the output
+rows stay as they came. When every row failed for the same reason, the last line says so.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,6 +21,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from flows.commands.curate import parse_map
 from flows.errors import InputError
 
 PluginDirOpt = Annotated[
@@ -110,23 +115,66 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
-def score_file(verifier, source: Path, target: Path, batch_size: int, console: Console) -> dict[str, float]:
-    """Score `source` into `target` (atomically) in batches; returns summary counts."""
+def mapped(row: dict[str, Any], mapping: dict[str, str]) -> tuple[dict[str, Any], str | None]:
+    """The row as the verifier reads it (each mapped field taken from its column), or the problem."""
+    missing = [f"{field}={column}" for field, column in mapping.items() if column not in row]
+    if missing:
+        return row, f"no column {mapping[missing[0].split('=')[0]]!r} (--map {missing[0]})"
+    return {**row, **{field: row[column] for field, column in mapping.items()}}, None
+
+
+def same_failure(stats: dict[str, Any], mapping: dict[str, str]) -> str | None:
+    """One line when every row failed for the same reason, with the `--map` that may fix it."""
+    reasons: Counter = stats["reasons"]
+    if not stats["rows"] or stats["errors"] < stats["rows"] or len(reasons) != 1:
+        return None
+    (reason,) = reasons
+    line = f"every row failed the same way: {reason}"
+    field = re.search(r"`(\w+)`", reason)
+    if field and field.group(1) not in mapping:
+        columns = ", ".join(sorted(stats["columns"])) or "none"
+        line += f"; map a column to it with --map {field.group(1)}=COLUMN (columns: {columns})"
+    return line
+
+
+def score_file(
+    verifier,
+    source: Path,
+    target: Path,
+    batch_size: int,
+    console: Console,
+    mapping: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Score `source` into `target` (atomically) in batches; returns summary counts, the errors by
+    reason (without their line numbers) and the columns the rows have."""
     from flows.atomic import atomic_path
     from flows.commands.progress import bars
     from verifiers.base import Reward, verify_safely
 
-    stats = {"rows": 0, "errors": 0, "bad_lines": 0, "reward_sum": 0.0}
+    mapping = mapping or {}
+    stats: dict[str, Any] = {
+        "rows": 0,
+        "errors": 0,
+        "bad_lines": 0,
+        "reward_sum": 0.0,
+        "reasons": Counter(),
+        "columns": set(),
+    }
 
     def flush(out, batch: list[tuple[dict[str, Any], str | None]]) -> None:
-        good = [row for row, problem in batch if problem is None]
+        views = [mapped(row, mapping) if problem is None else (row, problem) for row, problem in batch]
+        good = [view for view, problem in views if problem is None]
         rewards = iter(verify_safely(verifier, good) if good else [])
-        for row, problem in batch:
+        for (row, bad_line), (_, problem) in zip(batch, views, strict=True):
             reward = Reward.error(problem) if problem else next(rewards)
             stats["rows"] += 1
-            stats["bad_lines"] += problem is not None
+            stats["bad_lines"] += bad_line is not None
             stats["errors"] += "error" in reward.details
             stats["reward_sum"] += reward.reward
+            if "error" in reward.details:
+                stats["reasons"][re.sub(r"^line \d+: ", "", str(reward.details["error"]))] += 1
+            if bad_line is None and len(stats["columns"]) < 100:
+                stats["columns"].update(row)
             out.write(
                 json.dumps({**row, "reward": reward.reward, "details": reward.details}, default=str) + "\n"
             )
@@ -239,6 +287,12 @@ def register(app: typer.Typer) -> None:
             list[str] | None, typer.Option("--option", help="Verifier option key=value (repeatable).")
         ] = None,
         batch_size: Annotated[int, typer.Option(min=1, help="Items per verify() call.")] = 256,
+        map_: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--map", help="field=column: read a field from another column, e.g. reference=final_answer."
+            ),
+        ] = None,
     ) -> None:
         """Score every row of a JSONL file; the batch never aborts on a bad row.
 
@@ -248,6 +302,7 @@ def register(app: typer.Typer) -> None:
         `test_setup_code`), or a pytest `test` file of test_* functions importing from `solution`."""
         if not input.is_file():
             raise InputError(f"{input}: input file not found")
+        mapping = parse_map(map_)
         reg = registry(plugin_dir, config)
         options = parse_options(option)
         try:
@@ -258,7 +313,7 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--option for verifier {verifier!r}: {exc}") from None
         console = Console(stderr=True)
         try:
-            stats = score_file(scorer, input, output, batch_size, console)
+            stats = score_file(scorer, input, output, batch_size, console, mapping)
         finally:
             close = getattr(scorer, "close", None)
             if callable(close):
@@ -269,3 +324,5 @@ def register(app: typer.Typer) -> None:
             f"{stats['errors']} with errors ({stats['bad_lines']} unreadable lines)",
             highlight=False,
         )
+        if line := same_failure(stats, mapping):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
