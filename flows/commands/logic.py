@@ -36,7 +36,7 @@ def list_tasks(
     """Every logic task: name, difficulty range, description (and import errors of broken task modules);
     with reasoning-gym installed (extra `logic`), its datasets as `rg_<name>` too."""
     from verifiers.logic import LOAD_ERRORS, TASKS
-    from verifiers.logic.reasoning_gym_adapter import available, reasoning_gym_task
+    from verifiers.logic.reasoning_gym_adapter import available, not_offered, reasoning_gym_task
 
     tasks = [(t, "built-in") for t in TASKS.values()] + [
         (reasoning_gym_task(name), "reasoning-gym") for name in available()
@@ -53,7 +53,9 @@ def list_tasks(
         for t, source in tasks
     ]
     if as_json:
-        typer.echo(json.dumps({"tasks": rows, "load_errors": LOAD_ERRORS}, indent=2))
+        typer.echo(
+            json.dumps({"tasks": rows, "load_errors": LOAD_ERRORS, "not_offered": not_offered()}, indent=2)
+        )
         return
     table = Table(title=f"{len(rows)} logic tasks")
     for col in ("name", "source", "difficulty", "description"):
@@ -62,13 +64,22 @@ def list_tasks(
         table.add_row(
             row["name"],
             row["source"],
-            f"{row['min_difficulty']}..{row['max_difficulty']}",
+            _levels(sorted(int(d) for d in row["levels"])),
             row["description"],
         )
     console = Console()
     console.print(table)
     for module, error in LOAD_ERRORS.items():
         console.print(f"[red]task module {module} failed to import: {error}[/]", highlight=False)
+    for name, why in not_offered().items():
+        console.print(f"[dim]reasoning-gym's {name} is not offered: {why}[/]", highlight=False)
+
+
+def _levels(levels: list[int]) -> str:
+    """ "1..5" for a run of levels, else each one: "1, 2, 4"."""
+    if levels == list(range(levels[0], levels[-1] + 1)):
+        return f"{levels[0]}..{levels[-1]}"
+    return ", ".join(map(str, levels))
 
 
 @app.command("generate")
@@ -85,9 +96,7 @@ def generate(
 
     logic_task = _task(task)
     if difficulty not in logic_task.levels:
-        raise InputError(
-            f"--difficulty {difficulty}: {task} has levels {logic_task.difficulties[0]}..{logic_task.difficulties[-1]}"
-        )
+        raise InputError(f"--difficulty {difficulty}: {task} has levels {_levels(logic_task.difficulties)}")
     console = Console(stderr=True)
     with (
         atomic_path(output) as tmp,
@@ -96,10 +105,27 @@ def generate(
     ):
         bar = progress.add_task(f"{task} d{difficulty}", total=n)
         for i in range(n):
-            inst = logic_task.generate(difficulty, instance_seed(seed, i))
+            inst = _generate(logic_task, difficulty, instance_seed(seed, i))
             out.write(json.dumps(inst.to_item(i), ensure_ascii=False) + "\n")
             progress.advance(bar)
     console.print(f"[bold]{output}[/]: {n} {task} items at difficulty {difficulty}", highlight=False)
+
+
+def _generate(task, difficulty: int, seed: int):
+    """One instance; a generator's failure is one line naming the task, the level and the seed (the
+    output file is left as it was)."""
+    try:
+        return task.generate(difficulty, seed)
+    except Exception as exc:  # noqa: BLE001 - any generator bug, reported as the user's one line
+        said = str(exc).strip().splitlines()
+        raise GenerationFailed(
+            f"{task.name} at difficulty {difficulty}: the generator failed on seed {seed}: "
+            f"{type(exc).__name__}{': ' + said[0] if said else ''}"
+        ) from exc
+
+
+class GenerationFailed(InputError):
+    """A task's generator raised: not the user's input, but reported as one line all the same."""
 
 
 @app.command("calibrate")

@@ -43,10 +43,14 @@ def test_unknown_dataset_is_a_clear_error():
         get_task("rg_no_such_dataset")
 
 
-def test_levels_name_the_curriculum_level_each_maps_to():
+def test_levels_name_the_curriculum_level_each_maps_to_and_its_settings():
     task = get_task("rg_basic_arithmetic")
     assert task.levels == {
-        d: f"reasoning-gym curriculum level {d - 1} for every attribute" for d in range(1, 6)
+        1: "reasoning-gym curriculum level 0: num_terms 2, num_digits 1",
+        2: "reasoning-gym curriculum level 1: num_terms 2..3, num_digits 1..2",
+        3: "reasoning-gym curriculum level 2: num_terms 2..4, num_digits 1..3",
+        4: "reasoning-gym curriculum level 3: num_terms 2..5, num_digits 1..4",
+        5: "reasoning-gym curriculum level 4: num_terms 2..6, num_digits 1..4",
     }
 
 
