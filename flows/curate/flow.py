@@ -292,11 +292,10 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
             "%s: %d -> %d (%s)", res.count.step, res.count.rows_in, res.count.rows_out, res.count.reason
         )
         if guarded:
-            before = df[ROW].to_list()
-            removed = res.removed.select(ROW, QUARANTINE_REASON).rows()
             for span in spans:
-                reasons = [why for row, why in removed if span.lo <= row < span.hi]
-                guard.check(span, res.count.step, span.count(before), reasons, c.max_removed_share)
+                reasons = res.removed.filter(span.mask(res.removed[ROW]))[QUARANTINE_REASON].to_list()
+                rows_in = int(span.mask(df[ROW]).sum())
+                guard.check(span, res.count.step, rows_in, reasons, c.max_removed_share)
         return res.kept
 
     if c.clean.enabled:

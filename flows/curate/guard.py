@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import polars as pl
 
 from flows.errors import InputError
 
@@ -48,8 +50,9 @@ class Span:
     columns: list[str] = field(default_factory=list)  # the file's columns
     mapping: dict[str, str] = field(default_factory=dict)  # canonical -> file column, as read
 
-    def count(self, rows: Iterable[int]) -> int:
-        return sum(self.lo <= r < self.hi for r in rows)
+    def mask(self, rows: pl.Series) -> pl.Series:
+        """Which of the run's rows (their `_row` numbers) are this source's."""
+        return (rows >= self.lo) & (rows < self.hi)
 
 
 def problem(span: Span, step: str, rows_in: int, reasons: Sequence[str], max_share: float) -> str | None:
