@@ -302,7 +302,9 @@ class LengthBiasConfig(Section):
 
 
 class TrainConfig(Section):
-    algorithm: Literal["cispo", "grpo", "dapo"] = "cispo"
+    algorithm: Literal["cispo", "grpo", "dapo", "rft"] = Field(
+        "cispo", description="RL loss: cispo (the paper), grpo, dapo, or rft (rejection-sampling fine-tuning)"
+    )
     sft_steps: int = Field(500, ge=0)
     sft_lr: float = 3e-3
     rl_lr: float = 5e-4
@@ -324,6 +326,12 @@ class TrainConfig(Section):
     unified_mask: bool = Field(
         False, description="CISPO with the PPO trust-region token mask (paper Eq. 6-7)"
     )
+    sample_level: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="section 5: share of the sample-level mean mixed into token-level weights",
+    )
     normalize_std: bool = Field(
         True, description="divide group-relative advantages by the group's reward std"
     )
@@ -332,6 +340,12 @@ class TrainConfig(Section):
     )
     grad_clip: float = 1.0
     batch_size: int = 16
+    micro_batch_size: int = Field(
+        0,
+        ge=0,
+        description="sequences per forward pass of an RL update (gradients accumulate beyond); "
+        "0: max(batch_size, group_size)",
+    )
     seed: int = 0
     curriculum: str = Field(
         "tiny", description="bundled curriculum name (tiny, m1) or path to a curriculum TOML"

@@ -18,7 +18,7 @@ def evaluate(config: PipelineConfig, checkpoint: str, label: str = "model") -> d
     from prefect.artifacts import create_table_artifact
 
     from flows.curriculum import DEFAULT_VERIFIERS
-    from flows.curriculum.evaluation import benchmark_sets, eval_sets, validate
+    from flows.curriculum.evaluation import benchmark_sets, eval_sets, evaluate_sets, pooled, rates
     from flows.curriculum.mixture import load_data
     from flows.curriculum.settings import use_threads
     from flows.curriculum.stage import active_curriculum, domain_reward_fn
@@ -39,21 +39,17 @@ def evaluate(config: PipelineConfig, checkpoint: str, label: str = "model") -> d
     names = {(curriculum.verifiers or DEFAULT_VERIFIERS).get(d, "") for d in domains}
     with judge_for(config, names) as judge_options:  # the run's judge, served while it scores
         reward_fn = domain_reward_fn(tokenizer, domains, curriculum, config, judge_options)
-        rates = validate(model, tokenizer, sets, config.eval.max_new_tokens, reward_fn)
+        results = evaluate_sets(model, tokenizer, sets, config.eval.max_new_tokens, reward_fn)
+    if (everything := pooled(results)) is not None:
+        results = {**results, "all": everything}
     rows = [
-        {
-            "set": key.removeprefix("val/"),
-            "items": len(sets.get(key.removeprefix("val/"), [])) or None,
-            "pass rate": rate,
-        }
-        for key, rate in rates.items()
+        {"set": name, "solved": f"{r.k}/{r.n}", "pass rate": r.rate, "95% interval": _interval(r)}
+        for name, r in results.items()
     ]
     create_table_artifact(
         rows, key=artifact_key(config.name, "eval", label), description=f"held-out pass rates: {label}"
     )
-    get_run_logger().info(
-        "%s: held-out pass rate %.1f%% over %d sets", label, 100 * rates.get("val/all", 0.0), len(sets)
-    )
+    get_run_logger().info("%s: held-out %s over %d sets", label, results.get("all", "-"), len(sets))
     swe = swe_rollouts(config, model, tokenizer) if produced(config, SWE) else []
     if swe:
         create_table_artifact(
@@ -62,10 +58,16 @@ def evaluate(config: PipelineConfig, checkpoint: str, label: str = "model") -> d
     return {
         "checkpoint": checkpoint,
         "label": label,
-        "rates": rates,
+        "rates": rates({k: v for k, v in results.items() if k != "all"}),
+        "counts": {name: r.to_dict() for name, r in results.items()},  # per item, for paired comparisons
         "items": {k: len(v) for k, v in sets.items()},
         "swe": swe,
     }
+
+
+def _interval(r) -> str:
+    lo, hi = r.interval()
+    return f"{lo:.1%}-{hi:.1%}"
 
 
 def swe_rollouts(config: PipelineConfig, model, tokenizer) -> list[dict[str, Any]]:
@@ -76,7 +78,7 @@ def swe_rollouts(config: PipelineConfig, model, tokenizer) -> list[dict[str, Any
     from flows.curriculum.prompts import encode_prompt
     from flows.curriculum.rewards import verifier_options
     from flows.store import DatasetStore
-    from m1model import Engine, SamplingParams
+    from m1model.rl.evaluation import greedy_completions
     from verifiers.base import default_registry, verify_safely
 
     store, name = DatasetStore(config.home), dataset_name(config.name, SWE)
@@ -90,8 +92,12 @@ def swe_rollouts(config: PipelineConfig, model, tokenizer) -> list[dict[str, Any
         .to_dicts()
     )
     stop = (tokenizer.eos_token_id,) if tokenizer.eos_token_id is not None else ()
-    params = SamplingParams(temperature=0.0, max_tokens=config.eval.max_new_tokens, stop_token_ids=stop)
-    answers = Engine(model).generate([encode_prompt(tokenizer, r) for r in rows], params)
+    answers = greedy_completions(
+        model,
+        [encode_prompt(tokenizer, r) for r in rows],
+        max_new_tokens=config.eval.max_new_tokens,
+        stop_token_ids=stop,
+    )
     texts = [tokenizer.decode(a.token_ids, skip_special_tokens=True) for a in answers]
     verifier = default_registry(config.plugin_dirs).get("swe", **verifier_options(config)["swe"])
     policy = verify_safely(verifier, [{**r, "response": t} for r, t in zip(rows, texts, strict=True)])

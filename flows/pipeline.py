@@ -22,9 +22,10 @@ from flows.artifacts import artifact_key
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
 from flows.datasets import CODE, CURATED, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
-from flows.report import RunReport
+from flows.report import RunReport, change_sentence
 from flows.runner import shared_cluster
 from flows.store import DatasetStore
+from m1model.rl.evaluation import PassRate
 
 PLANTED_BY_STEP = {
     "exact-dedup": "exact",
@@ -64,6 +65,12 @@ def planted_counts(quarantine: pl.DataFrame | None, steps: list[dict]) -> dict[s
     by_kind = dict(zip(counts[counts.columns[0]].to_list(), counts["count"].to_list(), strict=True))
     present = {s["step"] for s in steps}
     return {step: by_kind.get(kind, 0) for step, kind in PLANTED_BY_STEP.items() if step in present}
+
+
+def _paired(report: RunReport) -> list[str]:
+    """Evaluation sets measured before and after on the same items, ``all`` first."""
+    common = [k for k in report.before if k in report.after and report.before[k].n == report.after[k].n]
+    return sorted(common, key=lambda k: (k != "all", k))
 
 
 def cache_note(tasks: list) -> str:
@@ -116,11 +123,12 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
         report.notes.append("pass-rate filtering: off (curate.pass_rate.enabled = false)")
 
     with run_judge(config):  # one judge server for both evaluations and every stage
-        report.before = evaluate(config, base["base"], "before")["rates"]
+        before = evaluate(config, base["base"], "before")
         report.stages = train_curriculum(config)
         final = report.stages[-1]["final"] if report.stages else base["base"]
         after = evaluate(config, final, "after")
-    report.after = after["rates"]
+    report.before = {k: PassRate.from_dict(v) for k, v in before["counts"].items()}
+    report.after = {k: PassRate.from_dict(v) for k, v in after["counts"].items()}
     report.add_table(
         "SWE repair rollouts",
         after["swe"],
@@ -138,8 +146,9 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
         "report": str(store.root / "runs" / config.name / "report.md"),
         "subflows": report.subflows,
         "stages": report.stages,
-        "before": report.before,
-        "after": report.after,
+        "before": before["rates"],
+        "after": after["rates"],
+        "heldout": [change_sentence(n, report.before[n], report.after[n]) for n in _paired(report)],
         "notes": report.notes,
         "source_columns": report.curation["params"].get("source_columns", []),
         "final": final,

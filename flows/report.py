@@ -1,12 +1,52 @@
 """The run report of `m1 run`: every subflow with its rows in and out, the curriculum's per-stage curves,
-and the held-out pass rate before and after training."""
+and the held-out pass rate before and after training, per domain, as counts with intervals and a
+sentence saying whether training helped."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from flows.artifacts import embed_png
+from m1model.rl.evaluation import PairedChange, PassRate
+
+
+def change_sentence(name: str, before: PassRate, after: PassRate) -> str:
+    """'gain on math: 12/100 -> 20/100 (+8.0 points, 95% interval +1.2 to +14.6)', or 'loss on ...', or
+    'no gain on ...' when the paired interval holds 0 (the same items before and after)."""
+    change = PairedChange.of(before, after)
+    lo, hi = change.interval()
+    verdict = change.verdict()
+    if verdict == "no change":
+        verdict = "no significant gain" if change.difference > 0 else "no gain"
+    return (
+        f"{verdict} on {name}: {before.k}/{before.n} -> {after.k}/{after.n} "
+        f"({100 * change.difference:+.1f} points, 95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; "
+        f"{change.gained} items gained, {change.lost} lost)"
+    )
+
+
+def heldout_rows(before: Mapping[str, PassRate], after: Mapping[str, PassRate]) -> list[dict[str, str]]:
+    """One row per evaluation set measured both before and after training (``all`` first)."""
+    rows = []
+    for name in sorted(set(before) & set(after), key=lambda k: (k != "all", k)):
+        b, a = before[name], after[name]
+        if b.n != a.n:  # not the same items: no paired comparison
+            continue
+        change = PairedChange.of(b, a)
+        lo, hi = change.interval()
+        rows.append(
+            {
+                "set": name,
+                "before": str(b),
+                "after": str(a),
+                "change (95% interval)": f"{100 * change.difference:+.1f} pts ({100 * lo:+.1f} to {100 * hi:+.1f})",
+                "McNemar p": f"{change.p_value():.3g}",
+                "verdict": change.verdict(),
+            }
+        )
+    return rows
 
 
 @dataclass
@@ -17,8 +57,8 @@ class RunReport:
     planted: dict[str, int] = field(default_factory=dict)  # step -> planted rows it should remove
     notes: list[str] = field(default_factory=list)
     stages: list[dict[str, Any]] = field(default_factory=list)  # train-stage summaries
-    before: dict[str, float] = field(default_factory=dict)  # held-out pass rates of the base
-    after: dict[str, float] = field(default_factory=dict)  # ... and of the last stage's model
+    before: dict[str, PassRate] = field(default_factory=dict)  # per evaluation set, of the base
+    after: dict[str, PassRate] = field(default_factory=dict)  # ... and of the last stage's model
     sections: list[str] = field(default_factory=list)  # markdown from optional subflows (SWE, GenRM)
 
     def add_table(self, title: str, rows: list[dict[str, Any]], note: str = "") -> None:
@@ -92,13 +132,18 @@ class RunReport:
                         embed_png(plot, s["stage"]),
                     ]
         lines += ["", "## Evaluation (held-out items training never saw)", ""]
-        keys = sorted(set(self.before) | set(self.after), key=lambda k: (k != "val/all", k))
-        if keys:
-            lines += ["| set | before training | after training |", "|---|---:|---:|"]
-            for key in keys:
-                pct = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
-                lines.append(
-                    f"| {key.removeprefix('val/')} | {pct(self.before.get(key))} | {pct(self.after.get(key))} |"
-                )
+        if rows := heldout_rows(self.before, self.after):
+            lines += [
+                "Greedy answers, before training (the SFT warm start) and after the last stage, on the same "
+                "items; an item counts when its verifier gives reward 1. `all` is every held-out item of the "
+                "run's own datasets (benchmark files are listed on their own). The change's interval and "
+                "McNemar's test are paired: they use the items that changed.",
+                "",
+                "| " + " | ".join(rows[0]) + " |",
+                "|" + "---|" * len(rows[0]),
+                *["| " + " | ".join(r.values()) + " |" for r in rows],
+                "",
+                *[f"- {change_sentence(n, self.before[n], self.after[n])}" for n in (r["set"] for r in rows)],
+            ]
         lines += ["", *self.sections]
         return "\n".join(lines).rstrip() + "\n"

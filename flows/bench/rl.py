@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -90,31 +91,33 @@ class Ours:
     share_prompts=False: each response runs its own copy of the prompt in the update (per_response_logprobs)."""
 
     def __init__(self, folder: Path, rows: list[dict], s: dict[str, Any], share_prompts: bool = True):
+        from flows.config import TrainConfig
+        from flows.curriculum.settings import rl_config
         from flows.experiments.runs import encode, reward_fn
         from m1model import Engine
         from m1model.policy import load_policy
-        from m1model.rl.losses import LossConfig
         from m1model.rl.rollout import PromptPool
-        from m1model.rl.trainer import RLConfig, RLTrainer
+        from m1model.rl.trainer import RLTrainer
 
         model, tokenizer = load_policy(folder)
         self.clock: dict[str, float] = defaultdict(float)
-        cfg = RLConfig(
+        tc = TrainConfig(
             algorithm="cispo",
             group_size=s["group_size"],
             prompts_per_step=s["prompts"],
-            lr=s["lr"],
-            loss=LossConfig(eps_is_low=1e6, eps_is_high=2.0),
+            rl_lr=s["lr"],
+            eps_is_low=1e6,
+            eps_is_high=2.0,
             updates_per_batch=s["updates"],
             grad_clip=1.0,
             max_new_tokens=s["max_new_tokens"],
-            stop_token_ids=(tokenizer.eos_token_id,),
             dynamic_sampling=False,
             max_sampling_rounds=1,
             micro_batch_size=s["prompts"] * s["group_size"],
-            track_entropy=False,
-            pad_token_id=tokenizer.pad_token_id,
+            repetition_run=10_000,  # no early truncation: TRL has none
         )
+        # the same generation, scoring and update as a stage's; entropy is not logged (TRL does not either)
+        cfg = replace(rl_config(tc, tokenizer), track_entropy=False)
         score = _timed(reward_fn(tokenizer, {"math"}), self.clock, "reward")
         engine = Engine(model)
         engine.generate = _timed(engine.generate, self.clock, "generation")

@@ -37,10 +37,12 @@ def workload(settings: dict[str, Any], ctx, device: str | None = None) -> list[d
     tokens it trained on. Identical on every rank and in one process (same seeds)."""
     import numpy as np
 
+    from flows.config import TrainConfig
+    from flows.curriculum.settings import rl_config
     from m1model import Engine
     from m1model.policy import build_model
     from m1model.rl.rollout import PromptPool
-    from m1model.rl.trainer import RLConfig, RLTrainer
+    from m1model.rl.trainer import RLTrainer
 
     shape = settings["shape"]
     model = build_model(**shape).to(device or ctx.device)
@@ -57,16 +59,18 @@ def workload(settings: dict[str, Any], ctx, device: str | None = None) -> list[d
             )
         }
 
-    cfg = RLConfig(
+    tc = TrainConfig(
         group_size=settings["group"],
         prompts_per_step=settings["prompts"],
         max_new_tokens=settings["new_tokens"],
         updates_per_batch=settings["updates"],
         micro_batch_size=settings["group"] * 2,
         dynamic_sampling=False,  # the same work every step
-        lr=1e-4,
+        rl_lr=1e-4,
         seed=1,
+        repetition_run=10_000,  # no early truncation: the same work every step
     )
+    cfg = rl_config(tc)  # random token ids: no stop token, so every response is new_tokens long
     pool = PromptPool(prompts, [{}] * len(prompts))
     trainer = RLTrainer(model, Engine(model), distinct, pool, cfg, step_hooks=[tokens], dist=ctx)
     history = trainer.train(1 + settings["steps"])

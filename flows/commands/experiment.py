@@ -15,7 +15,10 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("algorithms")
 def algorithms(
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Folder for steps.csv, summary.md, reward.png.")
+        Path,
+        typer.Option(
+            "--output", "-o", help="Folder for steps.csv, summary.json, summary.md, heldout.png, reward.png."
+        ),
     ],
     quick: Annotated[bool, typer.Option("--quick", help="Seconds-sized run for CI (same outputs).")] = False,
     run: Annotated[
@@ -25,26 +28,50 @@ def algorithms(
     seeds: Annotated[int | None, typer.Option(min=1, help="Seeds per arm (default: 3, quick 2).")] = None,
     steps: Annotated[int | None, typer.Option(min=1, help="RL steps per run (default: 30, quick 2).")] = None,
     workers: Annotated[int | None, typer.Option(min=1, help="Runs in parallel (default 2).")] = None,
+    arms: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated arms (default: all): sft, rft, grpo, dapo, cispo, cispo+<option>."
+        ),
+    ] = None,
+    eval_every: Annotated[
+        int | None, typer.Option(min=1, help="Held-out evaluation every N steps (default 5, quick 1).")
+    ] = None,
     as_flow: Annotated[
         bool, typer.Option("--flow", help="Run as a Prefect flow (artifacts in the UI).")
     ] = False,
 ) -> None:
-    """CISPO vs DAPO vs GRPO and section 5's stability options, same warm start, data and seeds.
+    """Does RL raise held-out accuracy? SFT continued, rejection sampling, GRPO, DAPO, CISPO and section
+    5's options on CISPO, from the same warm start, data and seeds, measured on held-out items.
 
-    Full size: 6 arms x 3 seeds x 30 RL steps of 16 prompts x 8 responses with 16 off-policy updates per
-    generation batch, from one shared 400-step SFT warm start; under 30 minutes on 2 idle cores.
+    Full size: 8 arms x 3 seeds x 30 RL steps of 16 prompts x 8 responses with 16 off-policy updates per
+    generation batch, from one shared SFT warm start.
     """
     from flows.commands.progress import bars
+    from flows.errors import InputError
     from flows.experiments import algorithms as lib
+    from flows.experiments.arms import select
 
     console = Console()
+    try:
+        chosen = select(arms)
+    except ValueError as exc:
+        raise InputError(f"--arms: {exc}") from None
     if as_flow:
         from flows.experiments.flow import algorithms_flow
 
-        path = algorithms_flow(str(output), quick=quick, run=run, seeds=seeds or 0, steps=steps or 0)
+        path = algorithms_flow(
+            str(output),
+            quick=quick,
+            run=run,
+            seeds=seeds or 0,
+            steps=steps or 0,
+            arms=arms,
+            eval_every=eval_every or 0,
+        )
         console.print(Markdown(Path(path).read_text().split("![")[0]))
         return
-    size = lib.size_for(quick, seeds=seeds, steps=steps, workers=workers)
+    size = lib.size_for(quick, seeds=seeds, steps=steps, workers=workers, eval_every=eval_every)
     console.print(f"size: {size.describe()}", highlight=False)
     with bars(console) as bar:
         task = bar.add_task("preparing", total=None)
@@ -65,6 +92,11 @@ def algorithms(
                 description=f"RL runs (last: {result.arm} seed {result.seed})",
             )
 
-        lib.run_experiment(output, size, run=run, progress=lib.Progress(phase=phase, run_done=run_done))
+        lib.run_experiment(
+            output, size, run=run, arms=chosen, progress=lib.Progress(phase=phase, run_done=run_done)
+        )
     console.print(Markdown((output / "summary.md").read_text().split("![")[0]))
-    console.print(f"wrote {output}/steps.csv, {output}/summary.md, {output}/reward.png", highlight=False)
+    files = ", ".join(
+        f"{output}/{f}" for f in ("steps.csv", "summary.json", "summary.md", "heldout.png", "reward.png")
+    )
+    console.print(f"wrote {files}", highlight=False, soft_wrap=True)

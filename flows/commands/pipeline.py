@@ -54,9 +54,8 @@ def run(
         )
     for note in result["notes"]:
         console.print(f"[dim]{note}[/]")
-    before, after = result["before"].get("val/all"), result["after"].get("val/all")
-    if before is not None and after is not None:
-        console.print(f"held-out pass rate: {before:.1%} before training, {after:.1%} after")
+    for line in result["heldout"]:  # "gain on math: 12/100 -> 20/100 (...)", "no gain on logic: ..."
+        console.print(f"held-out {line}", highlight=False, soft_wrap=True)
     console.print(f"report: {result['report']}", highlight=False)
     console.print(ui_hint(state.state_details.flow_run_id, cfg.name), highlight=False, soft_wrap=True)
 

@@ -35,6 +35,13 @@ def fresh_model(model_cfg: ModelConfig, tokenizer: Any):
     )
 
 
+def base_tokenizer(rows: list[dict], vocab_size: int):
+    """Byte-level BPE trained on the prompts and the answers the warm start teaches."""
+    from m1model.tokenizer import train_tokenizer
+
+    return train_tokenizer([prompt_text(r) + answer_text(r) for r in rows], vocab_size=vocab_size)
+
+
 def base_folder(config: PipelineConfig) -> Path:
     return train_root(config) / "base"
 
@@ -51,7 +58,6 @@ def build_base(
     from m1model.policy import save_policy
     from m1model.rl import distributed
     from m1model.rl.sft import sft_warm_start
-    from m1model.tokenizer import train_tokenizer
 
     folder = base_folder(config)
     fingerprint = base_fingerprint(config, base_refs)
@@ -66,9 +72,7 @@ def build_base(
     rows = data.train.to_dicts()
     tokenizer = None
     if ctx.is_main:
-        tokenizer = train_tokenizer(
-            [prompt_text(r) + answer_text(r) for r in rows], vocab_size=config.model.vocab_size
-        )
+        tokenizer = base_tokenizer(rows, config.model.vocab_size)
     tokenizer = ctx.gather(tokenizer)[0]  # rank 0's, on every rank
     model = fresh_model(config.model, tokenizer).to(ctx.device)
     parallel = distributed.DataParallel(model, ctx, config.train.parallel)

@@ -1,5 +1,10 @@
 """Held-out evaluation: greedy pass rates per domain on items training never sees, plus benchmark files
 with reference answers; and the overfitting check that compares training reward with validation.
+
+Every number goes through `pass_rate`, which encodes prompts exactly as training does
+(`flows.curriculum.prompts.encode_prompt`) and measures them with m1model's one greedy evaluation
+(`m1model.rl.evaluation.greedy_pass_rate`). `m1 run`'s before/after evaluation, each stage's validation
+and `m1 experiment algorithms` all call it.
 """
 
 from __future__ import annotations
@@ -13,24 +18,22 @@ import polars as pl
 from flows.config import DataConfig, EvalConfig
 from flows.curriculum.prompts import encode_prompt
 from flows.errors import InputError
+from m1model.rl.evaluation import PassRate, greedy_pass_rate
 
-PASS = 1.0 - 1e-9  # a reward of 1 is a solved item (verifiers keep rewards in [0, 1])
+BENCHMARK = "benchmark:"  # prefix of a benchmark file's set name: kept out of `all`, which is held-out items
 
 
-def pass_rate(model, tokenizer, rows: Sequence[Mapping[str, Any]], max_new_tokens: int, reward_fn) -> float:
-    """Fraction of items whose greedy answer earns reward 1 under ``reward_fn(items, token_ids)``."""
-    from m1model import Engine, SamplingParams
-
+def pass_rate(
+    model, tokenizer, rows: Sequence[Mapping[str, Any]], max_new_tokens: int, reward_fn
+) -> PassRate:
+    """Which items the greedy answer solves (reward 1 under ``reward_fn(items, token_ids)``)."""
     if not rows:
         raise InputError("no evaluation items")
     stop = (tokenizer.eos_token_id,) if tokenizer.eos_token_id is not None else ()
-    params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, stop_token_ids=stop)
-    was_training = model.training
-    model.eval()
-    completions = Engine(model).generate([encode_prompt(tokenizer, r) for r in rows], params)
-    model.train(was_training)
-    rewards = reward_fn(rows, [c.token_ids for c in completions])
-    return float(np.mean([r >= PASS for r in rewards]))
+    prompts = [encode_prompt(tokenizer, r) for r in rows]
+    return greedy_pass_rate(
+        model, prompts, rows, reward_fn, max_new_tokens=max_new_tokens, stop_token_ids=stop
+    )
 
 
 def eval_sets(
@@ -57,7 +60,7 @@ def benchmark_sets(data: DataConfig, n_items: int) -> dict[str, list[dict]]:
         if "reference" not in df.columns:
             continue  # a contamination-only benchmark
         rows = df.head(n_items).to_dicts()
-        out[f"benchmark:{b.label}"] = [
+        out[f"{BENCHMARK}{b.label}"] = [
             {
                 "id": str(r.get("id", i)),
                 "domain": str(r.get("domain") or "math"),
@@ -71,18 +74,38 @@ def benchmark_sets(data: DataConfig, n_items: int) -> dict[str, list[dict]]:
     return out
 
 
+def evaluate_sets(
+    model, tokenizer, sets: Mapping[str, list[dict]], max_new_tokens: int, reward_fn
+) -> dict[str, PassRate]:
+    """Per non-empty evaluation set, which of its items the policy solves."""
+    return {
+        name: pass_rate(model, tokenizer, rows, max_new_tokens, reward_fn)
+        for name, rows in sets.items()
+        if rows
+    }
+
+
+def pooled(results: Mapping[str, PassRate]) -> PassRate | None:
+    """Every held-out item of every domain as one set (benchmark files excluded: they are not drawn from
+    the training distribution). None when there is no held-out set."""
+    held = [r for name, r in results.items() if not name.startswith(BENCHMARK)]
+    return PassRate(tuple(s for r in held for s in r.solved)) if held else None
+
+
+def rates(results: Mapping[str, PassRate]) -> dict[str, float]:
+    """``val/<set>`` pass rates, and ``val/all``: the pass rate over all held-out items (so a domain
+    counts by its number of items)."""
+    out = {f"val/{name}": r.rate for name, r in results.items()}
+    if (everything := pooled(results)) is not None:
+        out["val/all"] = everything.rate
+    return out
+
+
 def validate(
     model, tokenizer, sets: Mapping[str, list[dict]], max_new_tokens: int, reward_fn
 ) -> dict[str, float]:
-    """Pass rate per evaluation set (``val/<set>``) and over all their items (``val/all``)."""
-    out, weighted = {}, []
-    for name, rows in sets.items():
-        if rows:
-            out[f"val/{name}"] = pass_rate(model, tokenizer, rows, max_new_tokens, reward_fn)
-            weighted.append((out[f"val/{name}"], len(rows)))
-    if weighted:
-        out["val/all"] = sum(r * n for r, n in weighted) / sum(n for _, n in weighted)
-    return out
+    """Pass rate per evaluation set (``val/<set>``) and over all held-out items (``val/all``)."""
+    return rates(evaluate_sets(model, tokenizer, sets, max_new_tokens, reward_fn))
 
 
 def overfitting(

@@ -43,8 +43,10 @@ def sft_config(tc: TrainConfig, tokenizer):
     )
 
 
-def rl_config(tc: TrainConfig, tokenizer, stage: Stage | None = None):
-    """The trainer's settings: TrainConfig, with the stage's generation window when there is a stage."""
+def rl_config(tc: TrainConfig, tokenizer=None, stage: Stage | None = None):
+    """The trainer's settings: TrainConfig, with the stage's generation window when there is a stage.
+    The one translation: stages, `m1 experiment` and the benches all build their RLConfig here. Without
+    a tokenizer (a bench on random token ids) there is no stop token and padding is id 0."""
     from m1model.rl.losses import LossConfig
     from m1model.rl.trainer import RLConfig
 
@@ -62,6 +64,7 @@ def rl_config(tc: TrainConfig, tokenizer, stage: Stage | None = None):
             eps_is_low=tc.eps_is_low,
             eps_is_high=tc.eps_is_high,
             unified_mask=tc.unified_mask,
+            sample_level=tc.sample_level,
         ),
         updates_per_batch=tc.updates_per_batch,
         grad_clip=tc.grad_clip,
@@ -73,12 +76,17 @@ def rl_config(tc: TrainConfig, tokenizer, stage: Stage | None = None):
         repetition_run=tc.repetition_run,
         repetition_prob=tc.repetition_prob,
         temperature=tc.temperature,
-        stop_token_ids=(tokenizer.eos_token_id,) if tokenizer.eos_token_id is not None else (),
+        stop_token_ids=_stop(tokenizer),
         normalize_std=tc.normalize_std,
         dynamic_sampling=tc.dynamic_sampling,
         max_sampling_rounds=tc.max_sampling_rounds,
         overlong_cache=tc.overlong_cache,
-        micro_batch_size=max(tc.batch_size, tc.group_size),
-        pad_token_id=tokenizer.pad_token_id or 0,
+        micro_batch_size=tc.micro_batch_size or max(tc.batch_size, tc.group_size),
+        pad_token_id=(tokenizer.pad_token_id if tokenizer is not None else 0) or 0,
         seed=tc.seed,
     )
+
+
+def _stop(tokenizer) -> tuple[int, ...]:
+    eos = getattr(tokenizer, "eos_token_id", None)
+    return (eos,) if eos is not None else ()

@@ -1,10 +1,11 @@
-"""`m1 experiment algorithms`: the M1 paper's Figure 2 (CISPO vs DAPO vs GRPO) in miniature, plus the
-section-5 stability options, on the pipeline's own math and logic items.
+"""`m1 experiment algorithms`: does RL make the model better on held-out items, against the baselines a
+sceptic asks for (SFT continued, rejection sampling), and the M1 paper's Figure 2 (CISPO vs DAPO vs GRPO)
+plus the section-5 stability options, on the pipeline's own math and logic items.
 
-The paper's claim to check: with 16 off-policy updates per generation batch, CISPO matches DAPO's reward
-in half the steps. `run_experiment` is the library function the CLI and the Prefect flow both call; it
-writes DIR/steps.csv, DIR/summary.md and DIR/reward.png (see flows/experiments/summary.py for what each
-number means) and reports whatever the run shows.
+The paper's claim to check: with 16 off-policy updates per generation batch, CISPO matches DAPO in half
+the steps. `run_experiment` is the library function the CLI and the Prefect flow both call; it writes
+DIR/steps.csv, DIR/summary.json, DIR/summary.md, DIR/heldout.png and DIR/reward.png (see
+flows/experiments/summary.py for what each number means) and reports whatever the run shows.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from flows.experiments.arms import ARMS, FULL, QUICK, Arm, Size
 from flows.experiments.data import load_items
-from flows.experiments.runs import RunResult, pass_rate, reward_fn, run_all, warm_start
+from flows.experiments.runs import RunResult, evaluate, reward_fn, run_all, warm_start
 from flows.experiments.summary import write_outputs
 
 
@@ -29,11 +30,16 @@ class Progress:
 
 
 def size_for(
-    quick: bool, *, seeds: int | None = None, steps: int | None = None, workers: int | None = None
+    quick: bool,
+    *,
+    seeds: int | None = None,
+    steps: int | None = None,
+    workers: int | None = None,
+    eval_every: int | None = None,
 ) -> Size:
     size = QUICK if quick else FULL
-    overrides = {k: v for k, v in (("seeds", seeds), ("steps", steps), ("workers", workers)) if v}
-    return replace(size, **overrides)
+    given = (("seeds", seeds), ("steps", steps), ("workers", workers), ("eval_every", eval_every))
+    return replace(size, **{k: v for k, v in given if v})
 
 
 def run_experiment(
@@ -60,16 +66,14 @@ def run_experiment(
         home=home,
         n_math=size.n_math,
         logic_per_task=size.logic_per_task,
-        heldout_share=size.heldout_share,
+        heldout_fraction=size.heldout_fraction,
     )
     cache = (Path(home) if home else m1_home()) / "experiments" / "algorithms"
-    progress.phase(f"SFT warm start ({size.sft_steps} steps, shared by every run; cached)")
+    progress.phase(f"SFT warm start ({size.base().sft_steps} steps, shared by every run; cached)")
     folder, _ = warm_start(items.train, size, cache)
     torch.set_num_threads(1)
     model, tokenizer = load_policy(folder)
-    warm_pass = pass_rate(
-        model, tokenizer, items.heldout, reward_fn(tokenizer, items.domains), size.max_new_tokens
-    )
+    warm = evaluate(model, tokenizer, items.heldout, reward_fn(tokenizer, items.domains), size.base())
 
     total = len(arms) * size.seeds
     done = 0
@@ -80,16 +84,15 @@ def run_experiment(
         progress.run_done(result, done, total)
 
     progress.phase(f"{total} RL runs ({len(arms)} arms x {size.seeds} seeds)")
-    results = run_all(arms, size, folder, items.train, items.heldout, on_done)
+    results = run_all(arms, size, folder, items.train, items.heldout, warm, on_done)
     _, text = write_outputs(
         output,
         results,
         arms,
         size,
+        warm,
         source=items.source,
-        warm_pass=warm_pass,
         n_train=len(items.train),
-        n_heldout=len(items.heldout),
         seconds=time.perf_counter() - t0,
     )
     return text

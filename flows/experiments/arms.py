@@ -1,5 +1,14 @@
 """What the algorithms experiment compares (its arms) and at what size.
 
+Every arm starts from the same SFT warm start and trains with the pipeline's own settings (one
+`TrainConfig`, translated by `flows.curriculum.settings.rl_config` as every stage's is); an arm only
+overrides what defines it. The baselines a sceptic asks for come first:
+
+- ``sft``: supervised fine-tuning continued on the gold answers, with as many optimiser steps as an RL
+  arm takes (steps x updates per batch): what the same compute buys without any sampling;
+- ``rft``: rejection-sampling fine-tuning (expert iteration, online): sample G responses per prompt as
+  the RL arms do, keep the verified ones, imitate them (`m1model.rl.losses`, ``rft``). The simplest RL.
+
 Algorithm arms, each with its public defaults:
 
 - ``grpo``: PPO's clipped surrogate with eps = 0.2 on both sides, sample-level mean (Eq. 1), no dynamic
@@ -10,95 +19,126 @@ Algorithm arms, each with its public defaults:
   not publish its value), with dynamic sampling as the paper uses.
 
 Section 5's stability fixes, each alone on top of CISPO so that its effect is measured in the same
-harness: the combined sample-level loss with token-level normalisation (``LossConfig.sample_level``),
-a lower gradient-clipping threshold, and a lower eps_is_high for the last third of the run ("late in a
-stage"). The paper used them together, against pattern collapse in long generation windows; at this
-size they can only show whether they cost learning speed.
+harness: the combined sample-level loss with token-level normalisation (``sample_level``), a lower
+gradient-clipping threshold, and a lower eps_is_high for the last third of the run ("late in a stage").
+The paper used them together, against pattern collapse in long generation windows; at this size they can
+only show whether they cost learning.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from flows.config import TrainConfig
-from m1model.rl.losses import LossConfig
 
 UPDATES_PER_BATCH = 16  # the paper's off-policy updates per generation batch (section 3.1)
-BASELINE = "dapo"  # "steps to reach" is measured against DAPO's final reward (the paper's claim)
+BASELINE = "dapo"  # "steps to reach" is measured against DAPO's final held-out accuracy (the paper's claim)
 
 
 @dataclass(frozen=True)
 class Arm:
     name: str
-    algorithm: Literal["cispo", "grpo", "dapo"]
-    loss: LossConfig = field(default_factory=LossConfig)
-    dynamic_sampling: bool = True
-    grad_clip: float = 1.0
-    late_eps_is_high: float | None = None  # from `late_from` of the steps on
-    kind: Literal["algorithm", "stability"] = "algorithm"
+    method: Literal["sft", "rl"]
+    train: Mapping[str, Any] = field(default_factory=dict)  # TrainConfig fields this arm sets
+    late: Mapping[str, Any] = field(default_factory=dict)  # ... and from `Size.late_from` of the steps on
+    kind: Literal["baseline", "algorithm", "stability"] = "algorithm"
+
+    def config(self, base: TrainConfig, seed: int, *, late: bool = False) -> TrainConfig:
+        """The arm's TrainConfig for one seed (validated: a typo in an arm fails, never trains)."""
+        fields = base.model_dump() | dict(self.train) | (dict(self.late) if late else {}) | {"seed": seed}
+        return TrainConfig.model_validate(fields)
 
     def describe(self) -> str:
-        c = self.loss
-        if self.algorithm == "grpo":
-            text = f"clip {c.eps_low:g} both sides, sample-level mean"
-        elif self.algorithm == "dapo":
-            text = f"clip {c.eps_low:g}/{c.eps_high:g}, token-level"
+        t = dict(self.train)
+        if self.method == "sft":
+            return "SFT continued on the gold answers, as many optimiser steps as an RL arm"
+        algorithm = t.get("algorithm", "cispo")
+        if algorithm == "rft":
+            text = "keep the verified of G samples, imitate them"
+        elif algorithm == "grpo":
+            text = f"clip {t['eps_low']:g} both sides, sample-level mean"
+        elif algorithm == "dapo":
+            text = f"clip {t['eps_low']:g}/{t['eps_high']:g}, token-level"
         else:
-            text = f"IS weight <= {1 + c.eps_is_high:g}, no lower bound, token-level"
-        text += ", dynamic sampling" if self.dynamic_sampling else ", no dynamic sampling"
-        if c.sample_level:
-            text += f", sample-level mix {c.sample_level:g}"
-        if self.grad_clip != 1.0:
-            text += f", grad clip {self.grad_clip:g}"
-        if self.late_eps_is_high is not None:
-            text += f", IS weight <= {1 + self.late_eps_is_high:g} in the last third"
+            text = f"IS weight <= {1 + t['eps_is_high']:g}, no lower bound, token-level"
+        text += ", dynamic sampling" if t.get("dynamic_sampling", True) else ", no dynamic sampling"
+        if t.get("sample_level"):
+            text += f", sample-level mix {t['sample_level']:g}"
+        if "grad_clip" in t:
+            text += f", grad clip {t['grad_clip']:g}"
+        if "eps_is_high" in self.late:
+            text += f", IS weight <= {1 + self.late['eps_is_high']:g} in the last third"
         return text
 
 
-CISPO_LOSS = LossConfig(eps_is_low=1e6, eps_is_high=2.0)
+CISPO = dict({"algorithm": "cispo", "eps_is_low": 1e6, "eps_is_high": 2.0, "dynamic_sampling": True})
 
 ARMS: tuple[Arm, ...] = (
-    Arm("grpo", "grpo", LossConfig(eps_low=0.2, eps_high=0.2), dynamic_sampling=False),
-    Arm("dapo", "dapo", LossConfig(eps_low=0.2, eps_high=0.28)),
-    Arm("cispo", "cispo", CISPO_LOSS),
+    Arm("sft", "sft", kind="baseline"),
+    Arm("rft", "rl", dict({"algorithm": "rft", "dynamic_sampling": False}), kind="baseline"),
     Arm(
-        "cispo+sample-level",
-        "cispo",
-        LossConfig(eps_is_low=1e6, eps_is_high=2.0, sample_level=0.5),
-        kind="stability",
+        "grpo",
+        "rl",
+        dict({"algorithm": "grpo", "eps_low": 0.2, "eps_high": 0.2, "dynamic_sampling": False}),
     ),
-    Arm("cispo+grad-clip-0.1", "cispo", CISPO_LOSS, grad_clip=0.1, kind="stability"),
-    Arm("cispo+late-eps-is", "cispo", CISPO_LOSS, late_eps_is_high=0.5, kind="stability"),
+    Arm(
+        "dapo",
+        "rl",
+        dict({"algorithm": "dapo", "eps_low": 0.2, "eps_high": 0.28, "dynamic_sampling": True}),
+    ),
+    Arm("cispo", "rl", CISPO),
+    Arm("cispo+sample-level", "rl", dict({**CISPO, "sample_level": 0.5}), kind="stability"),
+    Arm("cispo+grad-clip-0.1", "rl", dict({**CISPO, "grad_clip": 0.1}), kind="stability"),
+    Arm("cispo+late-eps-is", "rl", CISPO, late=dict({"eps_is_high": 0.5}), kind="stability"),
 )
+ARM_NAMES = tuple(a.name for a in ARMS)
+
+
+def select(names: str | None) -> tuple[Arm, ...]:
+    """The arms named in a comma-separated list (all of them for None), in the table's order."""
+    if not names:
+        return ARMS
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = sorted(set(wanted) - set(ARM_NAMES))
+    if unknown:
+        raise ValueError(f"unknown arms {', '.join(unknown)} (known: {', '.join(ARM_NAMES)})")
+    return tuple(a for a in ARMS if a.name in wanted)
 
 
 @dataclass(frozen=True)
 class Size:
-    """The experiment's scale; `FULL` fits in 30 minutes on 2 cores, `QUICK` in seconds for CI."""
+    """The experiment's scale. ``train`` holds the TrainConfig fields every arm shares; the rest of
+    TrainConfig is the pipeline's default."""
 
     n_math: int  # synthetic math problems generated before curation
     logic_per_task: int  # puzzles per logic task
-    heldout_share: float
+    heldout_fraction: float  # share of the items held out (by the pipeline's own id-hash split)
     vocab_size: int
-    sft_steps: int
-    sft_batch: int
     steps: int  # RL steps (generation batches) per run
     seeds: int
-    prompts_per_step: int
-    group_size: int
-    updates_per_batch: int
-    max_new_tokens: int
-    lr: float
+    eval_every: int  # held-out evaluation every N steps (and at the end)
     workers: int  # runs in parallel, one torch thread each
-    late_from: float = 2 / 3  # share of the steps after which late_eps_is_high applies
+    train: Mapping[str, Any]
+    late_from: float = 2 / 3  # share of the steps after which an arm's `late` settings apply
+
+    def base(self) -> TrainConfig:
+        return TrainConfig.model_validate(TrainConfig().model_dump() | dict(self.train))
+
+    @property
+    def optimizer_steps(self) -> int:
+        """Optimiser steps of one RL run: what the SFT arm is given too."""
+        return self.steps * self.base().updates_per_batch
 
     def describe(self) -> str:
+        t = self.base()
         return (
-            f"{self.steps} RL steps x {self.seeds} seeds per arm; each step {self.prompts_per_step} prompts x "
-            f"{self.group_size} responses of at most {self.max_new_tokens} tokens, "
-            f"{self.updates_per_batch} off-policy updates per generation batch, AdamW lr {self.lr:g}; "
-            f"one shared SFT warm start of {self.sft_steps} steps (batch {self.sft_batch}); "
+            f"{self.steps} RL steps x {self.seeds} seeds per arm; each step {t.prompts_per_step} prompts x "
+            f"{t.group_size} responses of at most {t.max_new_tokens} tokens, {t.updates_per_batch} "
+            f"off-policy updates per generation batch ({self.optimizer_steps} optimiser steps per run), "
+            f"AdamW lr {t.rl_lr:g}; one shared SFT warm start of {t.sft_steps} steps (batch {t.batch_size}, "
+            f"lr {t.sft_lr:g}); held-out greedy evaluation every {self.eval_every} steps; "
             f"{self.workers} runs in parallel"
         )
 
@@ -106,32 +146,39 @@ class Size:
 FULL = Size(
     n_math=400,
     logic_per_task=60,
-    heldout_share=0.2,
+    heldout_fraction=0.3,
     vocab_size=512,
-    sft_steps=400,
-    sft_batch=16,
     steps=30,
     seeds=3,
-    prompts_per_step=16,
-    group_size=8,
-    updates_per_batch=UPDATES_PER_BATCH,
-    max_new_tokens=16,
-    lr=TrainConfig().rl_lr,  # the pipeline's RL learning rate for this model (2e-3 made every arm's reward fall)
+    eval_every=5,
     workers=2,
+    train=dict(
+        {
+            "sft_steps": 400,
+            "prompts_per_step": 16,
+            "group_size": 8,
+            "updates_per_batch": UPDATES_PER_BATCH,
+            "max_new_tokens": 16,
+        }
+    ),
 )
 QUICK = Size(
     n_math=40,
     logic_per_task=6,
-    heldout_share=0.2,
+    heldout_fraction=0.2,
     vocab_size=300,
-    sft_steps=8,
-    sft_batch=8,
     steps=2,
     seeds=2,
-    prompts_per_step=2,
-    group_size=4,
-    updates_per_batch=4,
-    max_new_tokens=6,
-    lr=2e-3,
+    eval_every=1,
     workers=2,
+    train=dict(
+        {
+            "sft_steps": 8,
+            "batch_size": 8,
+            "prompts_per_step": 2,
+            "group_size": 4,
+            "updates_per_batch": 4,
+            "max_new_tokens": 6,
+        }
+    ),
 )

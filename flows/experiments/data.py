@@ -13,12 +13,12 @@ starts between 0 and 1 and there is something for RL to improve. Puzzles with gr
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
+from flows.curriculum.mixture import heldout_mask
 from flows.datasets import CURATED, SYNLOGIC, dataset_name
 from flows.schema import validate_items
 from flows.store import DatasetStore
@@ -76,19 +76,13 @@ def generated_logic(per_task: int, seed: int, tasks: tuple[str, ...] = LOGIC_TAS
     return df
 
 
-def _heldout(item_id: str, share: float) -> bool:
-    """A stable split: the same item is held out in every run, whatever else the dataset holds."""
-    digest = hashlib.blake2b(item_id.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64 < share
-
-
 def load_items(
     *,
     run: str | None,
     home: str | None,
     n_math: int,
     logic_per_task: int,
-    heldout_share: float,
+    heldout_fraction: float,
     seed: int = 0,
 ) -> Items:
     """The store's `{run}-curated` + `{run}-synlogic` when both exist, else freshly generated items.
@@ -107,10 +101,9 @@ def load_items(
             f"{', '.join(LOGIC_TASKS)}"
         )
     columns = ["id", "source", "domain", "task", "prompt", "reference", "metadata"]
-    rows = pl.concat([math.select(columns), logic.select(columns)], how="vertical_relaxed").to_dicts()
-    held = [_heldout(r["id"], heldout_share) for r in rows]
+    df = pl.concat([math.select(columns), logic.select(columns)], how="vertical_relaxed")
+    # The pipeline's own split (as every stage's): the same item is held out whatever else is present.
+    held = heldout_mask(df["id"], heldout_fraction)
     return Items(
-        train=[r for r, h in zip(rows, held, strict=True) if not h],
-        heldout=[r for r, h in zip(rows, held, strict=True) if h],
-        source=source,
+        train=df.filter(~held).to_dicts(), heldout=df.filter(held).sort("id").to_dicts(), source=source
     )

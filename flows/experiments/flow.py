@@ -16,11 +16,15 @@ def algorithms_flow(
     home: str | None = None,
     seeds: int = 0,
     steps: int = 0,
+    arms: str | None = None,
+    eval_every: int = 0,
 ) -> str:
-    """CISPO vs DAPO vs GRPO (+ section 5 options): writes OUTPUT/{steps.csv,summary.md,reward.png}."""
+    """SFT continued, RFT, GRPO, DAPO, CISPO (+ section 5 options) from one warm start, on held-out
+    accuracy: writes OUTPUT/{steps.csv,summary.json,summary.md,heldout.png,reward.png}."""
     from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 
     from flows.experiments.algorithms import Progress, run_experiment, size_for
+    from flows.experiments.arms import select
 
     logger = get_run_logger()
     artifact = create_progress_artifact(0.0, description="algorithms experiment: RL runs done")
@@ -31,9 +35,16 @@ def algorithms_flow(
             "run %d/%d done: %s seed %d, %.0f s", done, total, result.arm, result.seed, result.seconds
         )
 
-    size = size_for(quick, seeds=seeds or None, steps=steps or None)
+    size = size_for(quick, seeds=seeds or None, steps=steps or None, eval_every=eval_every or None)
     text = run_experiment(
-        Path(output), size, run=run, home=home, progress=Progress(phase=logger.info, run_done=run_done)
+        Path(output),
+        size,
+        run=run,
+        home=home,
+        arms=select(arms),
+        progress=Progress(phase=logger.info, run_done=run_done),
     )
-    create_markdown_artifact(text, key="experiment-algorithms", description="CISPO vs DAPO vs GRPO")
+    create_markdown_artifact(
+        text, key="experiment-algorithms", description="does RL learn; CISPO vs DAPO vs GRPO"
+    )
     return str(Path(output) / "summary.md")

@@ -1,12 +1,15 @@
-"""The runs of the algorithms experiment: one shared SFT warm start, then one RL run per (arm, seed).
+"""The runs of the algorithms experiment: one shared SFT warm start, then one run per (arm, seed).
 
-Everything but the arm's loss settings is shared: the warm-start weights (trained once, cached on disk
-by a fingerprint of its inputs), the items, the prompts each step samples (the pool's RNG is seeded
-by (seed, step) alone) and the verifiers that score the responses. So step 1's rollouts are identical
-across arms for a given seed, and the curves part only through what the losses do with them.
+Everything but the arm's own settings is shared, and shared with `m1 run`: the warm start is built as
+the pipeline's base is (`flows.curriculum.base`: tokenizer, the one model factory, `sft_warm_start` with
+`sft_config`), prompts are encoded by `encode_prompt`, the trainer's settings come from `rl_config`, the
+rewards from the verifier registry (`flows.curriculum.rewards`), and every held-out number from the one
+greedy evaluation (`flows.curriculum.evaluation.pass_rate`). The prompts each step samples are seeded
+by (seed, step) alone, so step 1's rollouts are identical across RL arms for a given seed and the curves
+part only through what the losses do with them.
 
-The harness is assembled from m1model.rl (`sft_warm_start`, `PromptPool`, `RLTrainer`) and the verifier
-registry (`flows.curriculum.rewards`); runs go to a process pool, one torch thread per process.
+The warm start is trained once and cached on disk by a fingerprint of its inputs; runs go to a process
+pool, one torch thread per process.
 """
 
 from __future__ import annotations
@@ -17,14 +20,19 @@ import multiprocessing
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from flows.config import ModelConfig, TrainConfig
 from flows.curriculum import DEFAULT_VERIFIERS
-from flows.curriculum.prompts import answer_text, prompt_text
+from flows.curriculum.base import base_tokenizer, fresh_model
+from flows.curriculum.evaluation import pass_rate
+from flows.curriculum.prompts import encode_prompt, sft_examples
+from flows.curriculum.settings import rl_config, sft_config
 from flows.experiments.arms import Arm, Size
 from m1model.allocator import keep_freed_memory
+from m1model.rl.evaluation import PassRate
 
 Row = Mapping[str, Any]
 
@@ -33,46 +41,33 @@ Row = Mapping[str, Any]
 class RunResult:
     arm: str
     seed: int
-    history: list[dict[str, float]]
-    heldout_pass: float
+    history: list[dict[str, float]]  # per RL step (the SFT arm: its mean loss per step's worth of updates)
+    heldout_curve: list[tuple[int, PassRate]]  # (step, held-out result); step 0 is the warm start
     seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def heldout_after(self) -> float:
+        return self.heldout_curve[-1][1].rate
 
 
 def encode(tokenizer, rows: Sequence[Row]) -> list[list[int]]:
-    return [list(tokenizer.encode(prompt_text(r), add_special_tokens=True)) for r in rows]
-
-
-def warm_start_key(items: Sequence[Row], size: Size) -> str:
-    h = hashlib.sha256()
-    h.update(json.dumps([r["id"] for r in items]).encode())
-    h.update(json.dumps([size.vocab_size, size.sft_steps, size.sft_batch]).encode())
-    return h.hexdigest()[:16]
+    return [encode_prompt(tokenizer, r) for r in rows]
 
 
 def tiny_policy(items: Sequence[Row], vocab_size: int):
-    """(model, tokenizer): a BPE tokenizer trained on the items' prompts and answers, and a freshly
-    initialised model of the pipeline's default size (flows.config.ModelConfig: 3 lightning layers and
-    1 softmax layer, MoE, FP32 LM head) for it."""
-    import torch
+    """(model, tokenizer): the pipeline's base before its warm start: a BPE tokenizer trained on the
+    items' prompts and answers, and a fresh model of the default size (flows.config.ModelConfig)."""
+    tokenizer = base_tokenizer(list(items), vocab_size)
+    return fresh_model(ModelConfig(vocab_size=vocab_size), tokenizer), tokenizer
 
-    from flows.config import ModelConfig
-    from m1model import M1Config, M1ForCausalLM, train_tokenizer
-    from m1model.config import hybrid_layer_types
 
-    tokenizer = train_tokenizer([prompt_text(r) + answer_text(r) for r in items], vocab_size=vocab_size)
-    spec = ModelConfig()
-    torch.manual_seed(spec.seed)
-    dims = spec.model_dump(exclude={"softmax_every", "seed", "vocab_size", "fp32_lm_head"})
-    config = M1Config(
-        **dims,
-        vocab_size=len(tokenizer),
-        layer_types=hybrid_layer_types(spec.num_hidden_layers, spec.softmax_every),
-        fp32_lm_head=True,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    return M1ForCausalLM(config), tokenizer
+def warm_start_key(items: Sequence[Row], size: Size) -> str:
+    t = size.base()
+    h = hashlib.sha256()
+    h.update(json.dumps([r["id"] for r in items]).encode())
+    h.update(json.dumps([size.vocab_size, t.sft_steps, t.batch_size, t.sft_lr, t.seed]).encode())
+    return h.hexdigest()[:16]
 
 
 def warm_start(items: Sequence[Row], size: Size, cache: Path) -> tuple[Path, bool]:
@@ -82,23 +77,16 @@ def warm_start(items: Sequence[Row], size: Size, cache: Path) -> tuple[Path, boo
     import torch
 
     from m1model.policy import save_policy
-    from m1model.rl.sft import SFTConfig, sft_warm_start
+    from m1model.rl.sft import sft_warm_start
 
     folder = cache / f"warm-start-{warm_start_key(items, size)}"
     if (folder / "config.json").is_file():
         return folder, False
     torch.set_num_threads(1)
     model, tokenizer = tiny_policy(items, size.vocab_size)
-    eos = [tokenizer.eos_token_id]
-    examples = [
-        (p, list(tokenizer.encode(answer_text(r), add_special_tokens=False)) + eos)
-        for p, r in zip(encode(tokenizer, items), items, strict=True)
-    ]
-    cfg = SFTConfig(
-        steps=size.sft_steps, lr=3e-3, batch_size=size.sft_batch, pad_token_id=tokenizer.pad_token_id
-    )
-    history = sft_warm_start(model, examples, cfg)
-    save_policy(model, tokenizer, folder, extra={"sft": history[-1:], "size": asdict(size)})
+    tc = size.base()
+    history = sft_warm_start(model, sft_examples(tokenizer, items), sft_config(tc, tokenizer))
+    save_policy(model, tokenizer, folder, extra={"sft": history[-1:], "train": dict(size.train)})
     return folder, True
 
 
@@ -109,61 +97,92 @@ def reward_fn(tokenizer, domains):
     return make_reward_fn(verifiers, lambda ids: tokenizer.decode(ids, skip_special_tokens=True))
 
 
-def pass_rate(model, tokenizer, rows: Sequence[Row], score, max_new_tokens: int) -> float:
-    """Share of items whose greedy answer is right (reward >= 1: correct, and for math also boxed)."""
-    from m1model import Engine, SamplingParams
+def evaluate(model, tokenizer, rows: Sequence[Row], score, tc: TrainConfig) -> PassRate:
+    """The held-out measurement: greedy, in the window the run trains with."""
+    return pass_rate(model, tokenizer, rows, tc.max_new_tokens, score)
 
-    params = SamplingParams(
-        temperature=0.0, max_tokens=max_new_tokens, stop_token_ids=(tokenizer.eos_token_id,)
+
+def _eval_steps(size: Size) -> set[int]:
+    return {s for s in range(1, size.steps + 1) if s % size.eval_every == 0} | {size.steps}
+
+
+def _sft_run(model, tokenizer, arm: Arm, seed: int, size: Size, train, heldout, score, curve) -> list:
+    """SFT continued on the gold answers: the RL arms' optimiser steps, in their order of steps."""
+    from m1model.rl.sft import sft_warm_start
+
+    tc = arm.config(size.base(), seed)
+    per_step = tc.updates_per_batch
+    cfg = replace(sft_config(tc, tokenizer), steps=size.optimizer_steps, seed=seed + 1)
+    checkpoints, history, losses = _eval_steps(size), [], []
+
+    def on_step(m: dict[str, float]) -> None:
+        losses.append(m["loss"])
+        if int(m["step"]) % per_step:
+            return
+        step = int(m["step"]) // per_step
+        history.append({"step": float(step), "loss": sum(losses) / len(losses)})
+        losses.clear()
+        if step in checkpoints:
+            curve.append((step, evaluate(model, tokenizer, heldout, score, tc)))
+
+    sft_warm_start(model, sft_examples(tokenizer, train), cfg, on_step=on_step)
+    return history
+
+
+def _rl_run(model, tokenizer, arm: Arm, seed: int, size: Size, train, heldout, score, curve) -> list:
+    from m1model import Engine
+    from m1model.rl.rollout import PromptPool
+    from m1model.rl.trainer import RLTrainer
+
+    tc = arm.config(size.base(), seed)
+    checkpoints = _eval_steps(size)
+
+    def heldout_eval(trainer, metrics):
+        if trainer.step in checkpoints:
+            curve.append((trainer.step, evaluate(model, tokenizer, heldout, score, tc)))
+        return None
+
+    trainer = RLTrainer(
+        model,
+        Engine(model),
+        score,
+        PromptPool(encode(tokenizer, train), train),
+        rl_config(tc, tokenizer),
+        after_step=[heldout_eval],
     )
-    completions = Engine(model).generate(encode(tokenizer, rows), params)
-    rewards = score(rows, [c.token_ids for c in completions])
-    return sum(r >= 1.0 for r in rewards) / max(len(rows), 1)
+    late_step = int(size.steps * size.late_from)
+    late_loss = rl_config(arm.config(size.base(), seed, late=True), tokenizer).loss
+
+    def on_step(metrics: dict[str, float]) -> None:
+        # Section 5: settings for the end of a stage (the trainer reads cfg.loss at every update).
+        if arm.late and trainer.step == late_step:
+            trainer.cfg.loss = late_loss
+
+    return trainer.train(size.steps, on_step=on_step)
 
 
 def run_arm(
-    arm: Arm, seed: int, size: Size, folder: str, train: list[dict], heldout: list[dict]
+    arm: Arm,
+    seed: int,
+    size: Size,
+    folder: str,
+    train: list[dict],
+    heldout: list[dict],
+    warm: PassRate,
 ) -> RunResult:
-    """One RL run of `arm` from the shared warm start (runs in a worker process)."""
+    """One run of `arm` from the shared warm start (runs in a worker process)."""
     import torch
 
-    from m1model import Engine
     from m1model.policy import load_policy
-    from m1model.rl.rollout import PromptPool
-    from m1model.rl.trainer import RLConfig, RLTrainer
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     model, tokenizer = load_policy(folder)
     score = reward_fn(tokenizer, {r["domain"] for r in train + heldout})
-    cfg = RLConfig(
-        algorithm=arm.algorithm,
-        group_size=size.group_size,
-        prompts_per_step=size.prompts_per_step,
-        lr=size.lr,
-        loss=arm.loss,
-        updates_per_batch=size.updates_per_batch,
-        grad_clip=arm.grad_clip,
-        max_new_tokens=size.max_new_tokens,
-        stop_token_ids=(tokenizer.eos_token_id,),
-        dynamic_sampling=arm.dynamic_sampling,
-        max_sampling_rounds=3,
-        micro_batch_size=size.prompts_per_step * size.group_size,
-        pad_token_id=tokenizer.pad_token_id,
-        seed=seed,
-    )
-    trainer = RLTrainer(model, Engine(model), score, PromptPool(encode(tokenizer, train), train), cfg)
-    late = int(size.steps * size.late_from)
-
-    def on_step(metrics: dict[str, float]) -> None:
-        # Section 5: a lower IS-weight bound late in the stage (the trainer reads cfg.loss every update).
-        if arm.late_eps_is_high is not None and trainer.step == late:
-            trainer.cfg.loss = replace(trainer.cfg.loss, eps_is_high=arm.late_eps_is_high)
-
-    history = trainer.train(size.steps, on_step=on_step)
-    model.eval()
-    heldout_pass = pass_rate(model, tokenizer, heldout, score, size.max_new_tokens)
-    return RunResult(arm.name, seed, history, heldout_pass, time.perf_counter() - t0)
+    curve: list[tuple[int, PassRate]] = [(0, warm)]
+    run = _sft_run if arm.method == "sft" else _rl_run
+    history = run(model, tokenizer, arm, seed, size, train, heldout, score, curve)
+    return RunResult(arm.name, seed, history, curve, time.perf_counter() - t0)
 
 
 def run_all(
@@ -172,6 +191,7 @@ def run_all(
     folder: Path,
     train: list[dict],
     heldout: list[dict],
+    warm: PassRate,
     on_done: Callable[[RunResult], None] | None = None,
 ) -> list[RunResult]:
     """Every (arm, seed) run, `size.workers` at a time; results in (arm, seed) order."""
@@ -182,7 +202,9 @@ def run_all(
     with ProcessPoolExecutor(
         max_workers=size.workers, mp_context=context, initializer=keep_freed_memory
     ) as pool:
-        futures = [pool.submit(run_arm, arm, seed, size, str(folder), train, heldout) for arm, seed in jobs]
+        futures = [
+            pool.submit(run_arm, arm, seed, size, str(folder), train, heldout, warm) for arm, seed in jobs
+        ]
         for future in as_completed(futures):
             result = future.result()
             results.append(result)

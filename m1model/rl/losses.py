@@ -18,6 +18,10 @@ Objectives (MiniMax-M1, arXiv:2506.13585, section 3.1); the loss is the negated 
   sides, averaged per response (1/|o_i|) then over responses; optional k3 KL to a reference policy.
 - ``dapo``: DAPO (arXiv:2503.14476). The clipped surrogate with clip-higher (1-eps_low, 1+eps_high) and
   the token-level normalisation of Eq. 4.
+- ``rft``: rejection-sampling fine-tuning (expert iteration, online): the negative log-likelihood of the
+  verified responses alone, token-level per group. The simplest RL baseline: its "advantages" are the
+  0/1 verdicts (`m1model.rl.rollout.collate` with ``verified_only``), with no baseline, no IS weight and
+  no clipping, so every verified response is imitated and nothing else is pushed down.
 
 Several groups in one batch: the objective is the mean over groups of each group's normalised sum,
 i.e. the expectation over prompts q in Eq. 1 and Eq. 4.
@@ -41,7 +45,7 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor
 
-Algorithm = Literal["cispo", "grpo", "dapo"]
+Algorithm = Literal["cispo", "grpo", "dapo", "rft"]
 ALGORITHMS: tuple[str, ...] = get_args(Algorithm)
 
 
@@ -132,7 +136,13 @@ def policy_loss(
         ratio.detach(), adv, cfg.eps_low, cfg.eps_high if name != "grpo" else cfg.eps_low
     )
 
-    if name == "cispo":
+    if name == "rft":
+        verified = (adv > 0).to(torch.float32)
+        per_token = verified * logp.float()
+        weight = keep = verified
+        clipped = torch.zeros_like(verified, dtype=torch.bool)
+        weights = token_level_weights(mask * verified, group_index)
+    elif name == "cispo":
         lo, hi = 1 - cfg.eps_is_low, 1 + cfg.eps_is_high
         weight = ratio.detach().clamp(lo, hi)
         per_token = weight * adv * logp.float()

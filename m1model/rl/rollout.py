@@ -152,9 +152,19 @@ class Collated:
         )
 
 
-def collate(groups: list[Group], *, normalize_std: bool, pad_id: int = 0) -> Collated:
+SOLVED = 1.0 - 1e-9  # a reward of 1 (up to rounding): the response passed its verifier
+
+
+def collate(
+    groups: list[Group], *, normalize_std: bool, pad_id: int = 0, verified_only: bool = False
+) -> Collated:
+    """``verified_only``: the advantages are the 0/1 verdicts (rejection sampling keeps the verified
+    responses) instead of group-relative (Eq. 2)."""
     rewards = torch.tensor([g.rewards for g in groups], dtype=torch.float32)
-    adv = group_advantages(rewards, normalize_std=normalize_std).flatten()
+    if verified_only:
+        adv = (rewards >= SOLVED).to(torch.float32).flatten()
+    else:
+        adv = group_advantages(rewards, normalize_std=normalize_std).flatten()
     prompt_len = max(len(g.prompt) for g in groups)
     prompts = torch.full((len(groups), prompt_len), pad_id, dtype=torch.long)
     prompt_mask = torch.zeros(len(groups), prompt_len, dtype=torch.long)

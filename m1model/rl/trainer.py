@@ -253,7 +253,12 @@ class RLTrainer:
         n_local = len(batch.groups)
         data = None
         if n_local:
-            data = collate(batch.groups, normalize_std=cfg.normalize_std, pad_id=cfg.pad_token_id).to(device)
+            data = collate(
+                batch.groups,
+                normalize_std=cfg.normalize_std,
+                pad_id=cfg.pad_token_id,
+                verified_only=cfg.algorithm == "rft",
+            ).to(device)
         n_global = int(d.sum(n_local)[0])
         if n_global == 0:
             raise ValueError("update() needs at least one group on some rank")

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import csv
+import json
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.experiments.arms import ARMS, QUICK
+from flows.experiments.arms import ARMS, QUICK, select
 from flows.experiments.runs import RunResult
-from flows.experiments.summary import claim_check, summarise, trailing_mean
+from flows.experiments.summary import Estimate, claim_check, goals_check, summarise, summary_json
+from m1model.rl.evaluation import PassRate
 
 
 @pytest.mark.slow
@@ -23,37 +25,114 @@ def test_quick_run_writes_the_contract(tmp_path, monkeypatch):
     with open(out / "steps.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0])[:4] == ["algorithm", "seed", "step", "reward"]
-    assert {"clip_fraction", "masked_fraction", "entropy"} <= set(rows[0])
+    assert {"clip_fraction", "masked_fraction", "entropy", "loss"} <= set(rows[0])
     runs = {(r["algorithm"], r["seed"]) for r in rows}
     assert runs == {(a.name, str(s)) for a in ARMS for s in range(QUICK.seeds)}
     assert len(rows) == len(ARMS) * QUICK.seeds * QUICK.steps
-    assert all(0.0 <= float(r["reward"]) <= 1.1 for r in rows)
-    summary = (out / "summary.md").read_text()
+    assert all(0.0 <= float(r["reward"]) <= 1.1 for r in rows if r["algorithm"] != "sft")
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == {"heldout_items", "arms"} and summary["heldout_items"] > 0
+    assert set(summary["arms"]) == {a.name for a in ARMS}
+    for arm, runs_ in summary["arms"].items():
+        assert [r["seed"] for r in runs_] == list(range(QUICK.seeds))
+        for r in runs_:
+            assert set(r) == {
+                "seed",
+                "heldout_before",
+                "heldout_after",
+                "final_reward",
+                "steps_to_target",
+                "heldout_curve",
+            }
+            assert [s for s, _ in r["heldout_curve"]] == list(range(QUICK.steps + 1))
+            assert r["heldout_curve"][-1][1] == r["heldout_after"]
+            assert (r["final_reward"] is None) == (arm == "sft")
+    text = (out / "summary.md").read_text()
     for arm in ARMS:
-        assert f"| {arm.name} |" in summary
-    assert "steps to reach DAPO's final" in summary and "The paper's claim" in summary
-    assert (out / "reward.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"| {arm.name} |" in text
+    assert "steps to DAPO's held-out" in text and "The paper's claim" in text and "**Goals:**" in text
+    for png in ("reward.png", "heldout.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the warm start is trained once and cached: a second run reuses it
     assert len(list((tmp_path / "home" / "experiments" / "algorithms").glob("warm-start-*"))) == 1
 
 
-def _run(arm: str, seed: int, curve: list[float]) -> RunResult:
+def _rate(x: float, n: int = 100) -> PassRate:
+    k = round(x * n)
+    return PassRate((True,) * k + (False,) * (n - k))
+
+
+def _run(arm: str, seed: int, heldout: list[float], reward: list[float] | None = None) -> RunResult:
+    reward = reward or [0.5] * (len(heldout) - 1)
     history = [
-        {"step": i + 1, "reward_mean": r, "clip_fraction": 0.1, "entropy": 1.0} for i, r in enumerate(curve)
+        {"step": i + 1, "reward_mean": r, "clip_fraction": 0.1, "entropy": 1.0} for i, r in enumerate(reward)
     ]
-    return RunResult(arm, seed, history, heldout_pass=0.5, seconds=1.0)
+    curve = [(i, _rate(x)) for i, x in enumerate(heldout)]
+    return RunResult(arm, seed, history, curve, seconds=1.0)
 
 
-def test_steps_to_reach_are_measured_against_dapo_in_the_same_run():
-    arms = [a for a in ARMS if a.kind == "algorithm"]
-    dapo = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]  # final (last 2 steps) 0.55
-    results = [_run("dapo", s, dapo) for s in range(2)]
-    results += [_run("cispo", s, [0.1, 0.6, 0.6, 0.6, 0.6, 0.6]) for s in range(2)]
-    results += [_run("grpo", s, [0.1] * 6) for s in range(2)]
+def test_steps_to_target_are_measured_against_dapo_held_out_in_the_same_run():
+    arms = select("grpo,dapo,cispo")
+    results = [_run("dapo", s, [0.1, 0.2, 0.3, 0.4, 0.5]) for s in range(2)]  # final 0.5
+    results += [_run("cispo", s, [0.1, 0.5, 0.6, 0.6, 0.6]) for s in range(2)]
+    results += [_run("grpo", s, [0.1] * 5) for s in range(2)]
     summaries, target = summarise(results, arms, window=2)
-    assert target == pytest.approx(0.55)
+    assert target == pytest.approx(0.5)
     reach = {s.arm.name: s.reach for s in summaries}
-    # trailing 2-step means: dapo 0.55 first at step 6; cispo (0.1+0.6)/2 < 0.55, then 0.6 at step 3
-    assert reach == {"grpo": [None, None], "dapo": [6, 6], "cispo": [3, 3]}
-    assert "a ratio of 0.50" in claim_check(summaries, 6) and "supports" in claim_check(summaries, 6)
-    np.testing.assert_allclose(trailing_mean(np.array([1.0, 3.0, 5.0]), 2), [1.0, 2.0, 4.0])
+    assert reach == {"grpo": [None, None], "dapo": [4, 4], "cispo": [1, 1]}
+    text = claim_check(summaries, 4)
+    assert "a ratio of 0.25" in text and "supports" in text
+
+
+def test_summary_json_is_the_contract():
+    arms = select("sft,cispo")
+    warm = _rate(0.2)
+    results = [_run("cispo", s, [0.2, 0.3, 0.35], reward=[0.4, 0.6]) for s in range(2)]
+    results += [
+        RunResult(
+            "sft", s, [{"step": 1, "loss": 1.0}, {"step": 2, "loss": 0.9}], [(0, warm), (2, _rate(0.3))], 1.0
+        )
+        for s in range(2)
+    ]
+    summaries, _ = summarise(results, arms, window=1)
+    got = summary_json(summaries, warm)
+    assert got["heldout_items"] == 100
+    assert got["arms"]["cispo"][0] == {
+        "seed": 0,
+        "heldout_before": 0.2,
+        "heldout_after": 0.35,
+        "final_reward": pytest.approx(0.6),
+        "steps_to_target": 1,  # no DAPO arm: the target is the first arm's (sft) final 0.3, reached at 1
+        "heldout_curve": [[0, 0.2], [1, 0.3], [2, 0.35]],
+    }
+    assert got["arms"]["sft"][0]["final_reward"] is None
+
+
+def test_estimates_use_student_t_over_seeds():
+    e = Estimate((0.30, 0.34, 0.32))
+    assert e.mean == pytest.approx(0.32)
+    assert e.se == pytest.approx(np.std([0.30, 0.34, 0.32], ddof=1) / np.sqrt(3))
+    lo, hi = e.interval
+    assert (hi - lo) / 2 == pytest.approx(4.302653 * e.se, rel=1e-5)
+    assert Estimate((0.5,)).interval is None and Estimate((0.5,)).text() == "0.500"
+
+
+def test_goals_say_which_arms_miss():
+    arms = select("rft,dapo,cispo")
+    warm = _rate(0.2)
+    results = [_run("cispo", s, [0.2, x]) for s, x in enumerate([0.33, 0.35, 0.34])]
+    results += [_run("rft", s, [0.2, x]) for s, x in enumerate([0.30, 0.31, 0.29])]
+    results += [
+        _run("dapo", s, [0.2, x]) for s, x in enumerate([0.15, 0.30, 0.25])
+    ]  # wide: lower bound < 0.2
+    summaries, _ = summarise(results, arms, window=1)
+    lines = goals_check(summaries, warm)
+    assert lines[0].endswith("not met by dapo.")
+    assert lines[1].startswith("CISPO gains +0.140") and ": met" in lines[1]
+    assert "CISPO 0.340 vs rejection sampling 0.300: met" in lines[2]
+
+
+def test_select_arms():
+    assert [a.name for a in select("cispo,sft")] == ["sft", "cispo"]  # the table's order
+    with pytest.raises(ValueError, match="unknown arms nope"):
+        select("cispo,nope")

@@ -72,7 +72,7 @@ def test_input_errors_are_stated_exactly():
     logp = torch.zeros(1, 2)
     with pytest.raises(ValueError) as unknown:
         policy_loss("ppo", logp, logp, torch.zeros(1), torch.ones(1, 2))
-    assert str(unknown.value) == "unknown RL algorithm 'ppo' (known: cispo, grpo, dapo)"
+    assert str(unknown.value) == "unknown RL algorithm 'ppo' (known: cispo, grpo, dapo, rft)"
     with pytest.raises(ValueError) as no_ref:
         policy_loss("cispo", logp, logp, torch.zeros(1), torch.ones(1, 2), LossConfig(kl_coef=0.1))
     assert str(no_ref.value) == "kl_coef > 0 needs ref_logp (log-probs of the reference policy)"

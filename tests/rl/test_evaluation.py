@@ -1,0 +1,113 @@
+"""The one greedy evaluation (m1model.rl.evaluation): its intervals and tests against scipy and by hand,
+what it decodes, and that every caller in the project goes through it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from scipy import stats
+
+from m1model.rl.evaluation import (
+    PairedChange,
+    PassRate,
+    greedy_completions,
+    greedy_pass_rate,
+    wilson_interval,
+)
+from m1model.rl.losses import LossConfig, policy_loss
+from m1model.rl.rollout import SOLVED, Group, collate
+
+
+def test_wilson_matches_scipy():
+    for k, n in [(0, 10), (3, 10), (12, 100), (100, 100), (57, 230)]:
+        ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        assert wilson_interval(k, n) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        wilson_interval(5, 3)
+
+
+def test_pass_rate_counts_and_round_trips():
+    p = PassRate((True, False, True, True))
+    assert (p.k, p.n, p.rate) == (3, 4, 0.75)
+    assert str(p).startswith("3/4 (75.0%, 95% CI ")
+    assert PassRate.from_dict(p.to_dict()) == p
+
+
+def test_paired_change_uses_only_the_discordant_items():
+    before = PassRate((True,) * 12 + (False,) * 88)
+    after = PassRate((True,) * 10 + (False,) * 2 + (True,) * 10 + (False,) * 78)
+    change = PairedChange.of(before, after)
+    assert (change.gained, change.lost, change.n) == (10, 2, 100)
+    assert change.difference == pytest.approx(0.08)
+    # McNemar's exact test is the binomial test on the 12 discordant items.
+    assert change.p_value() == pytest.approx(stats.binomtest(10, 12, 0.5).pvalue)
+    # Agresti-Min by hand: cells + 0.5, n + 2.
+    b, c, n = 10.5, 2.5, 102.0
+    se = math.sqrt(b + c - (b - c) ** 2 / n) / n
+    assert change.interval() == pytest.approx(
+        ((b - c) / n - 1.959964 * se, (b - c) / n + 1.959964 * se), abs=1e-5
+    )
+    assert change.verdict() == "gain"
+    assert PairedChange.of(after, before).verdict() == "loss"
+    same = PairedChange.of(before, before)
+    assert (same.difference, same.p_value(), same.verdict()) == (0.0, 1.0, "no change")
+    with pytest.raises(ValueError, match="same items"):
+        PairedChange.of(before, PassRate((True,)))
+
+
+def test_a_small_paired_change_is_not_called_a_gain():
+    before = PassRate((False,) * 100)
+    after = PassRate((True,) * 2 + (False,) * 98)
+    assert PairedChange.of(before, after).verdict() == "no change"
+
+
+def test_greedy_pass_rate_decodes_greedily_and_restores_the_mode(tiny_model):
+    model = tiny_model
+    model.train()
+    prompts = [[1, 5, 6], [1, 7], [1, 8, 9, 10]]
+    completions = greedy_completions(model, prompts, max_new_tokens=4)
+    # greedy: the argmax of the model's own next-token distribution at every position
+    for prompt, c in zip(prompts, completions, strict=True):
+        ids = torch.tensor([prompt + c.token_ids])
+        with torch.no_grad():
+            logits = model.eval()(ids).logits[0]
+        for t, token in enumerate(c.token_ids):
+            assert int(logits[len(prompt) - 1 + t].argmax()) == token
+    model.train()
+    target = completions[1].token_ids[0]
+    seen = []
+
+    def reward(items, responses):
+        seen.extend(items)
+        return [1.0 if r[0] == target else 0.99 for r in responses]
+
+    result = greedy_pass_rate(model, prompts, ["a", "b", "c"], reward, max_new_tokens=4)
+    assert model.training  # restored
+    assert seen == ["a", "b", "c"]
+    assert result.solved[1] is True and result.k == sum(c.token_ids[0] == target for c in completions)
+    with pytest.raises(ValueError, match="2 prompts but 3 items"):
+        greedy_pass_rate(model, prompts[:2], ["a", "b", "c"], reward, max_new_tokens=4)
+
+
+def test_rft_imitates_only_the_verified_responses():
+    group = Group(
+        index=0,
+        prompt=[1, 2],
+        responses=[[3, 4], [5], [6, 7, 8]],
+        logprobs=[[-1.0, -1.0], [-1.0], [-1.0, -1.0, -1.0]],
+        finish_reasons=["stop"] * 3,
+        rewards=[1.0, 0.5, SOLVED],
+    )
+    data = collate([group], normalize_std=True, verified_only=True)
+    assert data.advantages.tolist() == [1.0, 0.0, 1.0]
+    logp = torch.tensor([[-0.5, -0.7, 0.0], [-0.2, 0.0, 0.0], [-0.1, -0.3, -0.9]], requires_grad=True)
+    loss, m = policy_loss("rft", logp, data.old_logp, data.advantages, data.response_mask, LossConfig())
+    # the mean NLL over the verified responses' 5 tokens; the 0.5-reward response gets no gradient
+    assert loss.item() == pytest.approx((0.5 + 0.7 + 0.1 + 0.3 + 0.9) / 5)
+    loss.backward()
+    assert torch.all(logp.grad[1] == 0)
+    assert logp.grad[0, :2].tolist() == pytest.approx([-0.2, -0.2])
+    assert m["masked_fraction"] == pytest.approx(1 / 6)
