@@ -362,10 +362,12 @@ class TrainConfig(Section):
     checkpoint_every: int = Field(
         1, ge=0, description="save a resumable checkpoint every N RL steps (0: stage end)"
     )
-    # M1 section 3.2 stops a response after 3000 tokens in a row each above p 0.99; the tiny model's
-    # windows are 12-20 tokens, so the run is scaled down with them.
+    # M1 section 3.2 stops a response after 3000 tokens in a row each above p 0.99: a degenerate loop deep
+    # in a 40K-80K window. Scaled down to the tiny windows (6 tokens) it stopped every confident answer
+    # ("<answer>2</answer>" is 8 tokens above 0.99 once learnt): RL then scored sharpening as failure and
+    # trained the model away from its right answers. A run must be far longer than any answer.
     repetition_run: int = Field(
-        6, ge=1, description="early truncation: stop after N consecutive tokens each above repetition_prob"
+        3000, ge=1, description="early truncation: stop after N consecutive tokens each above repetition_prob"
     )
     repetition_prob: float = Field(0.99, gt=0, lt=1)
     window_ppl_steps: int = Field(
