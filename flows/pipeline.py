@@ -105,6 +105,10 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
                 report.add_dataset(flow_fn.name, out["manifest"], cache_note(out.get("tasks", [])))
                 if section := out.get("report"):
                     report.sections.append(section)
+                if gate := out.get("gate"):  # the judge loses to a constant: nothing trains on it
+                    report.notes.append(
+                        f"general tasks not trained on: the judge loses to a constant ({gate})"
+                    )
             else:
                 report.notes.append(f"{kind}: switched off ({PRODUCERS[kind]} not run)")
 

@@ -38,6 +38,9 @@ def print_eval(result, title: str) -> None:
             r["metric"], str(r["value"]), "" if r["baseline"] is None else str(r["baseline"]), r["note"]
         )
     console.print(table)
+    gate = result.gate()
+    verdict = f"not fit to train on: {gate}" if gate else "beats the constant baselines: fit to train on"
+    console.print(f"judge {verdict}", highlight=False, soft_wrap=True)
 
 
 @app.command("general")

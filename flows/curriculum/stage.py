@@ -45,7 +45,7 @@ from flows.curriculum.rewards import make_reward_fn, resolve_verifiers, verifier
 from flows.curriculum.settings import rl_config, stage_train_config
 from flows.curriculum.step_log import SampleLog, tensorboard_writer, write_scalars
 from flows.curriculum.weights import DynamicMixture
-from flows.datasets import produced
+from flows.datasets import GENERAL, produced
 from flows.errors import ConfigError, InputError
 from flows.store import DatasetStore
 
@@ -55,8 +55,20 @@ log = logging.getLogger("m1.train")
 
 
 def active_curriculum(config: PipelineConfig) -> tuple[Curriculum, list[str]]:
-    """The configured curriculum without what this config switches off (see `Curriculum.active`)."""
-    return load_curriculum(config.train.curriculum).active(lambda kind: produced(config, kind))
+    """The configured curriculum without what this config switches off (see `Curriculum.active`), and
+    without the general tasks when the run's judge loses to a constant baseline (its reward would be
+    noise): the stages that need them are off, and the notes say why with the numbers."""
+    from flows.genrm.flow import judge_gate
+
+    gate = judge_gate(config) if produced(config, GENERAL) else None
+    curriculum, notes = load_curriculum(config.train.curriculum).active(
+        lambda kind: produced(config, kind) and not (kind == GENERAL and gate)
+    )
+    if gate:
+        notes.insert(
+            0, f"general tasks: not trained on, the run's judge loses to a constant baseline ({gate})"
+        )
+    return curriculum, notes
 
 
 # -- what each stage should be built from ---------------------------------------------------------------

@@ -110,8 +110,9 @@ class JudgeEval:
                 {
                     "metric": "pairwise accuracy",
                     "value": round(p["accuracy"], 4),
-                    "baseline": round(p["majority_baseline"], 4),
-                    "note": "vs the reference, blind",
+                    "baseline": round(_reference_baseline(p), 4),
+                    "note": "vs the reference, blind; baseline: always the reference "
+                    f"(majority verdict {p['majority_baseline']:.3f})",
                 }
             )
             rows.append(
@@ -123,6 +124,27 @@ class JudgeEval:
                 }
             )
         return rows
+
+    def gate(self) -> str | None:
+        """Why a run must not train on this judge, or None when it may: its grades must beat always
+        answering the commonest grade, and its pairwise verdicts always preferring the reference, on the
+        held-out labels. A judge that loses to a constant adds noise to the reward, not signal."""
+        misses = []
+        if self.accuracy <= self.majority_baseline:
+            misses.append(
+                f"grade accuracy {self.accuracy:.2f} <= majority grade {self.majority_baseline:.2f}"
+            )
+        if self.pairwise and self.pairwise["accuracy"] <= _reference_baseline(self.pairwise):
+            misses.append(
+                f"pairwise accuracy {self.pairwise['accuracy']:.2f} <= always the reference "
+                f"{_reference_baseline(self.pairwise):.2f}"
+            )
+        return "; ".join(misses) or None
+
+
+def _reference_baseline(pairwise: dict[str, float]) -> float:
+    """Accuracy of always preferring the reference."""
+    return pairwise["reference_baseline"]
 
 
 def best_of_n(
@@ -242,6 +264,7 @@ def _pairwise(
         "n": len(triples),
         "accuracy": float(np.mean([s == t for s, t in zip(signs, truth, strict=True)])),
         "majority_baseline": Counter(truth).most_common(1)[0][1] / len(truth),
+        "reference_baseline": sum(t < 0 for t in truth) / len(truth),  # always "the reference is better"
         "position_consistency": float(np.mean(consistent)) if consistent else float("nan"),
         "failed": sum(s is None for s in signs),
     }

@@ -56,6 +56,7 @@ def write_general(config: PipelineConfig) -> str:
 
 def judge_inputs_hash(g: GenRMConfig) -> str:
     """What the judge checkpoint depends on: its training settings and the code that makes its data."""
+    import flows.genrm.evaluate as evaluate
     import flows.genrm.general as general
     import flows.genrm.labels as labels
     import flows.genrm.train_judge as train
@@ -73,7 +74,7 @@ def judge_inputs_hash(g: GenRMConfig) -> str:
         }
     )
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
-    for module in (general, labels, train, prompts):
+    for module in (general, labels, train, prompts, evaluate):  # evaluate: the summary the gate reads
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -91,6 +92,20 @@ def ensure_judge(
         if judge.get("inputs_hash") == digest:
             return judge, False
     return train_judge(folder, g, on_step=on_step, inputs_hash=digest), True
+
+
+def judge_gate(config: PipelineConfig) -> str | None:
+    """Why this run's own judge must not score training (it loses to a constant baseline on its
+    held-out labels), or None: no judge yet, a judge the user serves (M1_GENRM_URL), or a good one."""
+    import os
+
+    from flows.genrm.evaluate import JudgeEval
+
+    meta = judge_dir(config) / "training.json"
+    if os.environ.get("M1_GENRM_URL") or not meta.is_file():
+        return None
+    summary = json.loads(meta.read_text()).get("judge", {})
+    return JudgeEval.from_dict(summary["eval"]).gate() if "eval" in summary else None
 
 
 def _progress(total: int) -> Callable[[dict[str, float]], None]:
@@ -132,6 +147,9 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         result.table(), key=artifact_key(config.name, "genrm-eval"), description="judge evaluation"
     )
     markdown = eval_markdown(result, png, folder, trained)
+    if gate := result.gate():
+        markdown += f"\n**Not used for training**: {gate}. The `general` stage trains without it.\n"
+        logger.warning("the judge loses to a constant baseline (%s): no stage trains on it", gate)
     create_markdown_artifact(
         markdown,
         key=artifact_key(config.name, "genrm-report"),
@@ -148,6 +166,7 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         "trained": trained,
         "eval": result.table(),
         "plot": str(png),
+        "gate": result.gate(),
     }
 
 
