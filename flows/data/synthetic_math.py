@@ -5,6 +5,12 @@ The generator is the pipeline's bundled dataset: it makes distinct problems (any
 exact duplicates, near-duplicates, benchmark leaks and unparseable references, and records which
 filter should remove each planted row (`metadata.planted`). Tests assert that every filter removes
 exactly those rows.
+
+The families climb a difficulty ladder (`metadata.difficulty`, 1-5), so a curriculum's difficulty band
+has something to select and the bundled model has something it can learn: 1 copies a number the
+problem states, 2 adds two one-digit numbers, 3 takes a one-digit number from a number up to 19, 4 is
+two steps on two-digit numbers, 5 multiplies, divides or solves for an unknown. The model of `m1 run`
+learns the first levels in its warm start and RL sharpens them; the last two are beyond it.
 """
 
 from __future__ import annotations
@@ -94,17 +100,24 @@ class Problem:
     prompt: str
     answer: int
     solution: str  # a short worked solution ending in \boxed{answer}
+    difficulty: int = 5  # 1 (copy a stated number) .. 5 (multiply, divide, solve for an unknown)
 
 
 def _pick(rng: random.Random, xs: list[str], k: int = 1) -> list[str]:
     return rng.sample(xs, k)
 
 
-def _shop(rng: random.Random) -> Problem:
+def _scene(rng: random.Random) -> tuple[str, str, str, str, str]:
+    """Two people, an item, a place and a day: the varied words that keep problems apart in shingle space."""
     a, b = _pick(rng, NAMES, 2)
     (item,) = _pick(rng, ITEMS)
     (place,) = _pick(rng, PLACES)
     (day,) = _pick(rng, DAYS)
+    return a, b, item, place, day
+
+
+def _shop(rng: random.Random) -> Problem:
+    a, b, item, place, day = _scene(rng)
     n1, n2, n3 = rng.randint(12, 90), rng.randint(2, 11), rng.randint(3, 29)
     total = n1 - n2 + n3
     return Problem(
@@ -113,6 +126,7 @@ def _shop(rng: random.Random) -> Problem:
         total,
         f"{a} starts with {n1}, gives away {n2} leaving {n1 - n2}, then finds {n3}: "
         f"{n1 - n2} + {n3} = {total}. The answer is \\boxed{{{total}}}.",
+        difficulty=4,
     )
 
 
@@ -179,20 +193,54 @@ def _area(rng: random.Random) -> Problem:
 
 def _recall(rng: random.Random) -> Problem:
     """The easy family: the answer is stated in the problem, so even a tiny model can learn it."""
-    a, b = _pick(rng, NAMES, 2)
-    (item,) = _pick(rng, ITEMS)
-    (place,) = _pick(rng, PLACES)
-    (day,) = _pick(rng, DAYS)
+    a, b, item, place, day = _scene(rng)
     n = rng.randint(2, 99)
     return Problem(
         f"{a} packs {n} {item}s at the {place} on {day} while {b} watches. "
         f"Nobody adds or removes any {item}s. How many {item}s did {a} pack?",
         n,
         f"{a} packed {n} {item}s and nothing changed. The answer is \\boxed{{{n}}}.",
+        difficulty=1,
     )
 
 
-TEMPLATES: list[Callable[[random.Random], Problem]] = [_shop, _rate, _linear, _share, _area, _recall]
+def _gift(rng: random.Random) -> Problem:
+    """One-digit addition: a sum the model can learn as a table."""
+    a, b, item, place, day = _scene(rng)
+    x, y = rng.randint(1, 9), rng.randint(1, 9)
+    return Problem(
+        f"On {day} {a} carries {x} {item}s into the {place}, and later {b} hands over {y} more {item}s "
+        f"as a small gift. How many {item}s does {a} hold at the end of the visit?",
+        x + y,
+        f"{x} + {y} = {x + y}. The answer is \\boxed{{{x + y}}}.",
+        difficulty=2,
+    )
+
+
+def _sold(rng: random.Random) -> Problem:
+    """Take a one-digit number from a number up to 19."""
+    a, b, item, place, day = _scene(rng)
+    x = rng.randint(3, 19)
+    y = rng.randint(1, min(9, x - 1))
+    return Problem(
+        f"{a} brings {x} {item}s to the {place} on {day} and sells {y} of them to {b} before noon. "
+        f"How many {item}s does {a} still have after the sale?",
+        x - y,
+        f"{x} - {y} = {x - y}. The answer is \\boxed{{{x - y}}}.",
+        difficulty=3,
+    )
+
+
+TEMPLATES: list[Callable[[random.Random], Problem]] = [
+    _shop,
+    _rate,
+    _linear,
+    _share,
+    _area,
+    _recall,
+    _gift,
+    _sold,
+]
 
 
 def ngrams(text: str, n: int = 13) -> set[tuple[str, ...]]:
@@ -245,8 +293,18 @@ def _near_duplicate(p: Problem, rng: random.Random) -> str:
     raise RuntimeError("no near-duplicate edit kept the Jaccard high enough")
 
 
-def _item(i: int, prompt: str, reference: str, answer, planted: str | None, of: str | None = None) -> dict:
+def _item(
+    i: int,
+    prompt: str,
+    reference: str,
+    answer,
+    planted: str | None,
+    of: str | None = None,
+    difficulty: int | None = None,
+) -> dict:
     meta = {"answer": str(answer), "planted": planted}
+    if difficulty is not None:
+        meta["difficulty"] = difficulty
     if of:
         meta["duplicate_of"] = of
     return {
@@ -280,19 +338,32 @@ def generate(
     benchmark = load_benchmark() if benchmark is None else benchmark
     bench_prompts = benchmark["prompt"].to_list()
     problems = distinct_problems(n_problems, rng, avoid=bench_prompts)
-    rows = [_item(i, p.prompt, p.solution, p.answer, None) for i, p in enumerate(problems)]
+    rows = [
+        _item(i, p.prompt, p.solution, p.answer, None, difficulty=p.difficulty)
+        for i, p in enumerate(problems)
+    ]
     rng.shuffle(rows)
     nxt = len(rows)
     for src in rng.sample(range(len(problems)), min(n_exact_duplicates, len(problems))):
         p = problems[src]
         # Same text up to case and spacing: exact dedup normalises both.
         rows.append(
-            _item(nxt, "  " + p.prompt.upper() + " ", p.solution, p.answer, "exact", f"math-{src:05d}")
+            _item(
+                nxt,
+                "  " + p.prompt.upper() + " ",
+                p.solution,
+                p.answer,
+                "exact",
+                f"math-{src:05d}",
+                p.difficulty,
+            )
         )
         nxt += 1
     for src in rng.sample(range(len(problems)), min(n_near_duplicates, len(problems))):
         p = problems[src]
-        rows.append(_item(nxt, _near_duplicate(p, rng), p.solution, p.answer, "near", f"math-{src:05d}"))
+        rows.append(
+            _item(nxt, _near_duplicate(p, rng), p.solution, p.answer, "near", f"math-{src:05d}", p.difficulty)
+        )
         nxt += 1
     for b in rng.sample(range(benchmark.height), min(n_benchmark_leaks, benchmark.height)):
         row = benchmark.row(b, named=True)
