@@ -61,9 +61,9 @@ def train_judge(
     held-out prompts; save it (HF format) for `m1 serve model`."""
     from flows.commands.progress import bars
     from flows.curriculum.settings import use_threads
-    from flows.genrm.evaluate import JudgeEval
     from flows.genrm.train_judge import HELDOUT
     from flows.genrm.train_judge import train_judge as train
+    from verifiers.genrm.evaluate import JudgeEval
 
     cfg = _config(config, set_)
     use_threads(cfg.train)
@@ -100,7 +100,9 @@ def eval_cmd(
     seed: int = 0,
 ) -> None:
     """Judge accuracy and Spearman vs labels, grade confusion, Best-of-N vs pass@N and random, for N 1-8."""
-    from flows.genrm.evaluate import evaluate_judge, plot_eval, read_labels
+    from flows.genrm.files import plot_eval, read_labels
+    from verifiers.endpoint import EndpointError
+    from verifiers.genrm.evaluate import evaluate_judge
 
     rows, bad = read_labels(labels)
     if bad:
@@ -109,16 +111,19 @@ def eval_cmd(
             + "; ".join(f"line {b['line']}: {b['reason']}" for b in bad[:3])
         )
     with console.status(f"judging {len(rows)} responses at {endpoint} ..."):
-        result = evaluate_judge(
-            endpoint,
-            rows,
-            model=model,
-            k=k,
-            pairwise=pairwise,
-            seed=seed,
-            rejected=len(bad),
-            max_tokens=max_tokens,
-        )
+        try:
+            result = evaluate_judge(
+                endpoint,
+                rows,
+                model=model,
+                k=k,
+                pairwise=pairwise,
+                seed=seed,
+                rejected=len(bad),
+                max_tokens=max_tokens,
+            )
+        except EndpointError as exc:  # every judgment failed: a user error (a wrong URL, a dead server)
+            raise InputError(str(exc)) from None
     print_eval(result, f"judge {model} at {endpoint}: {len(rows)} labelled responses")
     png = plot_eval(result, plot or labels.with_suffix(".eval.png"))
     console.print(f"plot: {png}")
@@ -150,7 +155,8 @@ def swiss(
     import os
 
     from flows.atomic import atomic_write_text
-    from flows.genrm.swiss import judge_compare, read_candidates, run_swiss
+    from flows.genrm.files import read_candidates
+    from verifiers.genrm.swiss import judge_compare, run_swiss
 
     url = endpoint or os.environ.get("M1_GENRM_URL")
     if not url:

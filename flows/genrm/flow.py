@@ -56,10 +56,10 @@ def write_general(config: PipelineConfig) -> str:
 
 def judge_inputs_hash(g: GenRMConfig) -> str:
     """What the judge checkpoint depends on: its training settings and the code that makes its data."""
-    import flows.genrm.evaluate as evaluate
     import flows.genrm.general as general
     import flows.genrm.labels as labels
     import flows.genrm.train_judge as train
+    import verifiers.genrm.evaluate as evaluate
     import verifiers.genrm.prompts as prompts
 
     settings = g.model_dump(
@@ -99,7 +99,7 @@ def judge_gate(config: PipelineConfig) -> str | None:
     held-out labels), or None: no judge yet, a judge the user serves (M1_GENRM_URL), or a good one."""
     import os
 
-    from flows.genrm.evaluate import JudgeEval
+    from verifiers.genrm.evaluate import JudgeEval
 
     meta = judge_dir(config) / "training.json"
     if os.environ.get("M1_GENRM_URL") or not meta.is_file():
@@ -127,7 +127,8 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     from flows.curriculum.settings import use_threads
-    from flows.genrm.evaluate import JudgeEval, plot_eval
+    from flows.genrm.files import plot_eval
+    from verifiers.genrm.evaluate import JudgeEval
 
     logger = get_run_logger()
     g = config.genrm

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from flows.config import GenRMConfig
+from flows.errors import InputError
 from flows.genrm.labels import Labelled, labelled_set
 from verifiers.genrm.prompts import grade_answer, grade_prompt, pair_answer, pair_prompt
 
@@ -143,12 +144,13 @@ def train_judge(
     from flows.config import TrainConfig
     from flows.curriculum.base import fresh_model
     from flows.curriculum.settings import sft_config
-    from flows.genrm.evaluate import evaluate_judge
     from flows.genrm.labels import write_labels
     from m1model.policy import save_policy
     from m1model.rl.sft import sft_warm_start
     from m1model.serving import ServerSettings, background, create_app
     from m1model.tokenizer import train_tokenizer
+    from verifiers.endpoint import EndpointError
+    from verifiers.genrm.evaluate import evaluate_judge
 
     t0 = time.perf_counter()
     rng = random.Random(f"judge/{cfg.seed}")
@@ -172,9 +174,12 @@ def train_judge(
     model.eval()
     rows = [x.as_row() for x in test]
     with background(create_app(model, tokenizer, ServerSettings(model_name="judge"))) as url:
-        result = evaluate_judge(
-            f"{url}/v1", rows, model="judge", k=cfg.k, seed=cfg.seed, max_tokens=cfg.judge_max_tokens
-        )
+        try:
+            result = evaluate_judge(
+                f"{url}/v1", rows, model="judge", k=cfg.k, seed=cfg.seed, max_tokens=cfg.judge_max_tokens
+            )
+        except EndpointError as exc:  # every judgment failed: one line, as the CLI reports input errors
+            raise InputError(str(exc)) from None
     summary = {
         "inputs_hash": inputs_hash,
         "train_examples": len(train_examples),

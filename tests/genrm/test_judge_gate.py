@@ -10,8 +10,8 @@ import pytest
 
 from flows.config import PipelineConfig
 from flows.curriculum.stage import active_curriculum
-from flows.genrm.evaluate import JudgeEval
 from flows.genrm.flow import judge_dir, judge_gate
+from verifiers.genrm.evaluate import JudgeEval
 
 
 def judge_eval(

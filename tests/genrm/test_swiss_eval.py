@@ -9,11 +9,12 @@ import sys
 
 import pytest
 
-from flows.genrm.evaluate import best_of_n, evaluate_judge, read_labels
+from flows.genrm.files import read_labels
 from flows.genrm.labels import labelled_set, write_labels
-from flows.genrm.swiss import Player, Tournament, default_rounds, judge_compare, run_swiss
 from tests.genrm.scripted import blocks, prefers_longer, scripted_judge
+from verifiers.genrm.evaluate import best_of_n, evaluate_judge
 from verifiers.genrm.prompts import defuse
+from verifiers.genrm.swiss import Player, Tournament, default_rounds, judge_compare, run_swiss
 
 M1 = [sys.executable, "-c", "from flows.cli import main; main()"]
 

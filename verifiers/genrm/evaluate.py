@@ -1,4 +1,4 @@
-"""`m1 genrm eval`: how good is a judge? The two checks of M1 section 4.2.1, on labelled responses.
+"""How good is a judge? The two checks of M1 section 4.2.1, on labelled responses.
 
 1. Agreement with the labels: accuracy of the five-grade judge's (rounded) grade, Spearman rank correlation,
    a confusion matrix of grades, and the majority-class baseline (always answering the commonest grade).
@@ -11,8 +11,9 @@ With ``pairwise`` the blind pairwise judge (the curricula's `genrm`) is also sco
 against its prompt's reference, the verdict's sign against the sign of the grade difference, and how often
 the two presentation orders agree (position consistency).
 
-A labels file is JSONL with ``prompt_id, question, reference, response, grade`` per line (`m1 genrm
-train-judge` writes one for its held-out prompts); rows without them are reported and skipped.
+Rows are labelled responses, ``prompt_id, question, reference, response, grade`` each (the labels file of
+`m1 genrm eval`, read by flows/genrm/files.py; `m1 genrm train-judge` writes one for its held-out prompts).
+`JudgeEval.gate` is what a run asks before it trains on a judge.
 """
 
 from __future__ import annotations
@@ -22,42 +23,25 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import spearmanr
 
-from flows.errors import InputError
-from flows.genrm.labels import LABEL_FIELDS
+from verifiers.endpoint import EndpointError
+from verifiers.genrm.grade import GradeJudge
+from verifiers.genrm.options import JudgeOptions
+from verifiers.genrm.pair import compare
 
 NS = (1, 2, 4, 8)
 CORRECT = 4  # grades 4 and 5: a correct final answer
 
 
-def read_labels(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(rows, rejected rows with a ``reason``) of a labels file; an unreadable file is an InputError."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: labels file not found")
-    rows, bad = [], []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            bad.append({"line": n, "reason": f"not JSON: {exc.msg}"})
-            continue
-        missing = [k for k in LABEL_FIELDS if not isinstance(row, dict) or k not in row]
-        if missing:
-            bad.append({"line": n, "reason": f"missing {', '.join(missing)}"})
-        elif not isinstance(row["grade"], int) or not 1 <= row["grade"] <= 5:
-            bad.append({"line": n, "reason": f"grade {row['grade']!r} is not an integer 1-5"})
-        else:
-            rows.append(row)
-    if not rows:
-        raise InputError(f"{path}: no usable labelled rows ({len(bad)} rejected)")
-    return rows, bad
+def rank_correlation(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation; 0 when either side is constant or shorter than 3 (no evidence)."""
+    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return 0.0
+    return float(spearmanr(x, y).statistic)
 
 
 @dataclass
@@ -195,15 +179,13 @@ def evaluate_judge(
     max_tokens: int | None = None,
 ) -> JudgeEval:
     """Grade every labelled response with `genrm-grade` at ``url`` and compute the report.
-    ``max_tokens`` per judgment: None takes ``M1_GENRM_MAX_TOKENS`` or the judges' default."""
-    from flows.curriculum.length_bias import spearman
-    from verifiers.genrm.grade import GradeJudge
-
+    ``max_tokens`` per judgment: None takes ``M1_GENRM_MAX_TOKENS`` or the judges' default.
+    An endpoint that failed every judgment is an `EndpointError` with the first one's message."""
     judge = GradeJudge(url=url, model=model, k=k, max_tokens=max_tokens)
     items = [{"prompt": r["question"], "reference": r["reference"], "response": r["response"]} for r in rows]
     rewards = judge.verify(items)
     if rewards and all("judge endpoint failed" in r.details.get("error", "") for r in rewards):
-        raise InputError(rewards[0].details["error"])
+        raise EndpointError(rewards[0].details["error"])
     predicted = [None if "error" in r.details else r.details["grade"] for r in rewards]
     labels = [int(r["grade"]) for r in rows]
     confusion: dict[int, Counter] = defaultdict(Counter)
@@ -211,7 +193,7 @@ def evaluate_judge(
         confusion[t]["fail" if p is None else str(round(p))] += 1
     hits = [p is not None and round(p) == t for t, p in zip(labels, predicted, strict=True)]
     scored = [(t, p) for t, p in zip(labels, predicted, strict=True) if p is not None]
-    rho = spearman(*zip(*scored, strict=True)) if scored else 0.0
+    rho = rank_correlation(*zip(*scored, strict=True)) if scored else 0.0
     by_domain: dict[str, list[bool]] = defaultdict(list)
     for r, h in zip(rows, hits, strict=True):
         by_domain[r.get("domain", "all")].append(h)
@@ -238,9 +220,6 @@ def _pairwise(
     url: str, model: str, rows: Sequence[dict[str, Any]], max_tokens: int | None = None
 ) -> dict[str, float] | None:
     """Each response against its prompt's reference response (perturbation "reference"), blind."""
-    from verifiers.genrm.options import JudgeOptions
-    from verifiers.genrm.pair import compare
-
     refs = {r["prompt_id"]: r for r in rows if r.get("perturbation") == "reference"}
     triples, truth = [], []
     for r in rows:
@@ -268,50 +247,3 @@ def _pairwise(
         "position_consistency": float(np.mean(consistent)) if consistent else float("nan"),
         "failed": sum(s is None for s in signs),
     }
-
-
-def plot_eval(result: JudgeEval, path: str | Path, title: str = "judge evaluation") -> Path:
-    """Best-of-N vs pass@N vs random (left) and the grade confusion matrix (right), as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from flows.atomic import atomic_path
-
-    fig, (ax, cm) = plt.subplots(1, 2, figsize=(10, 3.8))
-    ns = [b["n"] for b in result.best_of_n]
-    for key, label, style in (
-        ("pass", "pass@N (ceiling)", "--"),
-        ("judge", "judge's Best-of-N", "-"),
-        ("random", "random pick (floor)", ":"),
-    ):
-        ax.plot(ns, [b[key] for b in result.best_of_n], style, marker="o", label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ns, [str(n) for n in ns])
-    ax.set_ylim(0, 1.05)
-    ax.set_xlabel("N responses per prompt")
-    ax.set_ylabel("accuracy of the chosen response")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    ax.set_title("Best-of-N", fontsize=10)
-    cols = ["1", "2", "3", "4", "5", "fail"]
-    grades = sorted(result.confusion)
-    matrix = np.array([[result.confusion[t].get(c, 0) for c in cols] for t in grades])
-    cm.imshow(matrix, cmap="Blues")
-    for i in range(len(grades)):
-        for j in range(len(cols)):
-            cm.text(j, i, str(matrix[i, j]), ha="center", va="center", fontsize=8)
-    cm.set_xticks(range(len(cols)), cols)
-    cm.set_yticks(range(len(grades)), [str(g) for g in grades])
-    cm.set_xlabel("judge's grade")
-    cm.set_ylabel("true grade")
-    cm.set_title(
-        f"grades: accuracy {result.accuracy:.2f} (majority {result.majority_baseline:.2f})", fontsize=10
-    )
-    fig.suptitle(title)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
-    plt.close(fig)
-    return Path(path)

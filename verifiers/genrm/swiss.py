@@ -10,18 +10,18 @@ verdict) splits the point. The final order: score, then Buchholz (the sum of the
 beating strong candidates counts more), then input order.
 
 Every round of every prompt is one batch of judgments, so the endpoint sees them concurrently.
+`m1 genrm swiss` reads the prompts and candidates (flows/genrm/files.py) and writes the rankings.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from flows.errors import InputError
+from verifiers.genrm.options import JudgeOptions
+from verifiers.genrm.pair import compare
 
 # (question, first, second) triples -> the first's score in [-1, 1] (None: the judge failed)
 CompareFn = Callable[[Sequence[tuple[str, str, str]]], list[float | None]]
@@ -88,31 +88,6 @@ class Tournament:
         return {"id": self.id, "prompt": self.prompt, "reference": ranking[0]["text"], "ranking": ranking}
 
 
-def read_candidates(path: str | Path) -> list[Tournament]:
-    """JSONL: ``{"id"?, "prompt", "candidates": [text, ...]}`` per line (at least two candidates)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: candidates file not found")
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
-        cands = row.get("candidates") if isinstance(row, dict) else None
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-            raise InputError(f'{path}:{n}: expected {{"prompt": ..., "candidates": [...]}}')
-        if not isinstance(cands, list) or len(cands) < 2 or not all(isinstance(c, str) for c in cands):
-            raise InputError(f"{path}:{n}: `candidates` must be a list of at least two strings")
-        players = [Player(i, c) for i, c in enumerate(cands)]
-        out.append(Tournament(str(row.get("id", n)), row["prompt"], players))
-    if not out:
-        raise InputError(f"{path}: no prompts")
-    return out
-
-
 def default_rounds(n_candidates: int) -> int:
     return max(1, math.ceil(math.log2(n_candidates)))
 
@@ -150,8 +125,5 @@ def run_swiss(
 
 def judge_compare(url: str, model: str = "default", **options: Any) -> CompareFn:
     """The pairwise judge at ``url`` as a CompareFn (blind, both orders)."""
-    from verifiers.genrm.options import JudgeOptions
-    from verifiers.genrm.pair import compare
-
     opts = JudgeOptions.resolve(url=url, model=model, **options)
     return lambda triples: [c.score for c in compare(opts, triples)]
