@@ -8,7 +8,7 @@ sealed (read-only) work dir.
 
 The log follows SWE-bench's harness markers (`>>>>> Applied Patch`, `>>>>> Start Test Output`,
 `>>>>> End Test Output`, `>>>>> Test Exit Code: N`), so swebench's grading reads it as it reads its
-own (verifiers/swe.py). Before the tests run, the files they are graded by (the listed test files and
+own (verifiers/swe/grading.py). Before the tests run, the files they are graded by (the listed test files and
 every conftest.py) are restored to the instance's version: a patch is judged on the task's tests, not
 on tests it rewrote.
 """

@@ -114,9 +114,10 @@ PACKAGES = [
         [
             *(
                 f"verifiers/{name}.py"
-                for name in "base code constraints deadline endpoint format math math_fast pool service swe testgen".split()
+                for name in "base code constraints deadline endpoint format math math_fast pool service testgen".split()
             ),
             "verifiers/genrm",
+            "verifiers/swe",
         ],
         [
             "tests/verifiers",

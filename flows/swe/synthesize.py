@@ -1,7 +1,7 @@
 """Task synthesis in the manner of SWE-smith: mutate a library, keep the mutants its own tests catch.
 
 For each repository: build the clean instance image (the sdist commit), run the whole suite once for
-the baseline, then run the suite on candidate mutants (flows/swe/mutate.py), `workers` containers at
+the baseline, then run the suite on candidate mutants (verifiers/swe/mutate.py), `workers` containers at
 a time, in the seeded candidate order. A mutant is kept when at least one baseline-passing test fails
 (FAIL_TO_PASS) and the rest still pass (PASS_TO_PASS), and fewer than `max_fail_fraction` of the suite
 fails (an import-breaking mutant teaches nothing about where the bug is). A kept mutant becomes a
@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flows.swe.mutate import Mutant, mutants
 from flows.swe.repos import RepoProfile, git, head, source_files, suite_files
 from verifiers.swe import SWEScorer, SWETask, statuses
+from verifiers.swe.mutate import Mutant, mutants
 
 TASK_REF = "refs/m1/tasks"
 

@@ -20,7 +20,6 @@ from verifiers.swe import (
     SWEScorer,
     SWETask,
     SWEVerifier,
-    _exit_code,
     default_repos_dir,
     extract_patch,
     extract_test_file,
@@ -35,6 +34,7 @@ from verifiers.swe import (
     repair_reward,
     statuses,
 )
+from verifiers.swe.grading import _exit_code
 
 DIFF = textwrap.dedent("""\
     diff --git a/src/m.py b/src/m.py

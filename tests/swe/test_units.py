@@ -9,10 +9,10 @@ import textwrap
 
 import pytest
 
-from flows.swe.mutate import KINDS, mutants
 from flows.swe.synthesize import failure_messages, split, statement
 from verifiers.base import ItemError
 from verifiers.swe import SWETask, extract_patch, f1, gold_locations, locations_in, patch_files
+from verifiers.swe.mutate import KINDS, mutants
 
 DIFF = "diff --git a/src/m.py b/src/m.py\n--- a/src/m.py\n+++ b/src/m.py\n@@ -1,2 +1,2 @@ def f(x):\n     y = x\n-    return x\n+    return x + 1\n"
 ROW = {
