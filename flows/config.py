@@ -16,32 +16,24 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from flows.errors import ConfigError
+from verifiers.endpoint import Endpoint, EndpointSettings
 
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class EndpointConfig(Section):
+class EndpointConfig(EndpointSettings):
     """An OpenAI-compatible endpoint (vLLM, `m1 serve model`, a hosted API). The API key is read from
     ``$OPENAI_API_KEY`` rather than stored here, so it never shows in the UI's parameter form."""
 
-    url: str | None = Field(None, description="base URL ending in /v1; unset: no endpoint")
-    model: str = Field("default", description="model name sent with each request")
-    api: Literal["chat", "completions"] = "chat"
-    timeout_s: float = Field(120.0, gt=0)
-    retries: int = Field(3, ge=0, description="retries on connection errors, 429 and 5xx (with backoff)")
-    concurrency: int = Field(8, ge=1, description="parallel requests")
-
-    def client(self):
+    # The fields are verifiers.endpoint.EndpointSettings' (the judges' options and the client share them);
+    # the config adds only its own error for an endpoint that is not configured.
+    def client(self) -> Endpoint:
         """The project's one client (verifiers.endpoint.Endpoint) for this endpoint."""
-        from verifiers.endpoint import Endpoint
-
         if not self.url:
             raise ConfigError("no endpoint configured (url is unset)")
-        return Endpoint(
-            self.url, self.model, timeout=self.timeout_s, retries=self.retries, concurrency=self.concurrency
-        )
+        return super().client()
 
 
 class PolicyConfig(Section):

@@ -34,7 +34,7 @@ class EndpointSampler:
 
     @property
     def name(self) -> str:
-        return f"{self.endpoint.base_url} ({self.endpoint.model}, {self.api})"
+        return f"{self.endpoint.url} ({self.endpoint.model}, {self.api})"
 
     def sample(self, prompts: Sequence[str], k: int) -> list[list[str]]:
         texts = [self.template.format(prompt=p) for p in prompts]

@@ -2,8 +2,9 @@
 
 Everything in the project that talks to a model over HTTP goes through `Endpoint`: multiple-choice
 rewrites and pass-rate sampling in curation, logic calibration, test-suite generation, generative
-judges, SWE problem statements. It lives in `verifiers/` so that verifiers (judges, test generation)
-can use it without importing `flows`.
+judges, SWE problem statements. Its settings are one pydantic model, `EndpointSettings`, which the
+config's endpoint sections and the judges' options extend. It lives in `verifiers/` so that verifiers
+(judges, test generation) can use it without importing `flows`.
 
 Transient failures (connection errors, timeouts, HTTP 429 and 5xx) are retried with exponential
 backoff; a deterministic failure (any other 4xx, a reply that is not a completion) is not. When the
@@ -17,10 +18,10 @@ import random
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import httpx
+from pydantic import BaseModel, ConfigDict, Field
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -34,29 +35,44 @@ class EndpointUnavailable(EndpointError):
     unlike a 4xx or a malformed reply, which would fail the same way again."""
 
 
-@dataclass
-class Endpoint:
-    """``base_url`` ends before the API path, e.g. ``http://127.0.0.1:8000/v1``.
+class EndpointSettings(BaseModel):
+    """Where and how to reach an OpenAI-compatible endpoint (vLLM, `m1 serve model`, a hosted API): the one
+    settings model that the config's endpoint sections (flows.config.EndpointConfig), the judges' options
+    (verifiers.genrm.options.JudgeOptions) and the client (`Endpoint`) share. The API key is read from
+    ``$OPENAI_API_KEY`` rather than stored here, so it never shows in the UI's parameter form."""
 
-    ``api_key`` defaults to ``$OPENAI_API_KEY`` (vLLM and `m1 serve model` read the same bearer token).
-    """
+    model_config = ConfigDict(extra="forbid")
 
-    base_url: str
-    model: str = "default"
-    api_key: str | None = None
-    timeout: float = 120.0
-    retries: int = 3
+    url: str | None = Field(None, description="base URL ending in /v1; unset: no endpoint")
+    model: str = Field("default", description="model name sent with each request")
+    api: Literal["chat", "completions"] = "chat"
+    timeout_s: float = Field(120.0, gt=0)
+    retries: int = Field(3, ge=0, description="retries on connection errors, 429 and 5xx (with backoff)")
+    concurrency: int = Field(8, ge=1, description="parallel requests")
+
+    def client(self) -> Endpoint:
+        """The project's one client for these settings."""
+        if not self.url:
+            raise ValueError("no endpoint configured (url is unset)")
+        return Endpoint(**self.model_dump(include=set(EndpointSettings.model_fields)))
+
+
+class Endpoint(EndpointSettings):
+    """The client: `EndpointSettings` with a ``url`` (ending before the API path, e.g.
+    ``http://127.0.0.1:8000/v1``), plus the transport's own ``api_key`` (default ``$OPENAI_API_KEY``:
+    vLLM and `m1 serve model` read the same bearer token; never serialised) and ``backoff_s``."""
+
+    url: str
+    api_key: str | None = Field(None, exclude=True, repr=False)
     backoff_s: float = 0.5
-    concurrency: int = 8
 
-    def __post_init__(self) -> None:
-        if self.retries < 0:  # range(retries + 1) would send no request at all
-            raise ValueError(f"retries must be >= 0, not {self.retries}")
+    def client(self) -> Endpoint:
+        return self
 
-    def client(self) -> httpx.Client:
+    def http(self) -> httpx.Client:
         key = self.api_key or os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return httpx.Client(base_url=self.base_url.rstrip("/"), headers=headers, timeout=self.timeout)
+        return httpx.Client(base_url=self.url.rstrip("/"), headers=headers, timeout=self.timeout_s)
 
     # -- the two APIs ------------------------------------------------------------------------------------
 
@@ -75,7 +91,7 @@ class Endpoint:
             head = [{"role": "system", "content": system}] if system else []
             return head + (prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}])
 
-        with self.client() as client:
+        with self.http() as client:
 
             def one(prompt: str | list[dict[str, str]]) -> list[str]:
                 out: list[str] = []
@@ -83,13 +99,13 @@ class Endpoint:
                     body = {"model": self.model, "messages": messages(prompt), "n": n - len(out), **params}
                     choices = self.post(client, "/chat/completions", body).get("choices") or []
                     if not choices:
-                        raise EndpointError(f"{self.base_url}/chat/completions: reply without choices")
+                        raise EndpointError(f"{self.url}/chat/completions: reply without choices")
                     try:
                         ordered = sorted(choices, key=lambda c: c.get("index", 0))
                         out += [(c.get("message") or {}).get("content") or "" for c in ordered]
                     except (AttributeError, TypeError):
                         raise EndpointError(
-                            f"{self.base_url}/chat/completions: reply is not a chat completion"
+                            f"{self.url}/chat/completions: reply is not a chat completion"
                         ) from None
                 return out[:n]
 
@@ -98,7 +114,7 @@ class Endpoint:
     def complete(self, prompts: Sequence[str], *, n: int = 1, **params: Any) -> list[list[str]]:
         """n text completions per prompt, in requests of up to 16 prompts (the API takes a list)."""
         batches = [list(prompts[i : i + 16]) for i in range(0, len(prompts), 16)]
-        with self.client() as client:
+        with self.http() as client:
 
             def one(batch: list[str]) -> list[list[str]]:
                 data = self.post(
@@ -109,15 +125,15 @@ class Endpoint:
                     for c in sorted(data["choices"], key=lambda c: c["index"]):
                         out[c["index"] // n].append(c["text"])
                 except (KeyError, IndexError, TypeError):
-                    raise EndpointError(f"{self.base_url}/completions: reply is not a completion") from None
+                    raise EndpointError(f"{self.url}/completions: reply is not a completion") from None
                 if any(len(texts) != n for texts in out):  # callers rely on n samples per prompt
-                    raise EndpointError(f"{self.base_url}/completions: reply without {n} choices per prompt")
+                    raise EndpointError(f"{self.url}/completions: reply without {n} choices per prompt")
                 return out
 
             return [texts for batch in self._map(one, batches) for texts in batch]
 
     def models(self) -> list[str]:
-        with self.client() as client:
+        with self.http() as client:
             data = self.post(client, "/models", None)
         return [m.get("id", "") for m in data.get("data", [])]
 
@@ -131,7 +147,7 @@ class Endpoint:
 
     def post(self, client: httpx.Client, path: str, body: dict | None) -> dict:
         """POST (GET when ``body`` is None) with retries on transient failures; the reply's JSON."""
-        url = f"{self.base_url.rstrip('/')}{path}"
+        url = f"{self.url.rstrip('/')}{path}"
         last = ""
         for attempt in range(self.retries + 1):
             if attempt:

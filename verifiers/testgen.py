@@ -172,6 +172,6 @@ def generate_suite(
     """Ask `endpoint` (base URL ending in /v1, or an Endpoint) for inputs, then keep those the solutions
     agree on. Raises EndpointError when the endpoint cannot be used."""
     if isinstance(endpoint, str):
-        endpoint = Endpoint(endpoint, model, api_key=api_key, timeout=timeout_s, retries=2)
+        endpoint = Endpoint(url=endpoint, model=model, api_key=api_key, timeout_s=timeout_s, retries=2)
     inputs = request_inputs(endpoint, problem, n_inputs=n_inputs)
     return build_suite(inputs, solutions, backend=backend, limits=limits)

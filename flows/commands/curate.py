@@ -240,7 +240,7 @@ def clean(
     from verifiers.endpoint import Endpoint
 
     df = read_input(input, id_column, ["prompt", "reference"])
-    finish(run(df, Endpoint(endpoint, model) if endpoint else None), output, removed)
+    finish(run(df, Endpoint(url=endpoint, model=model) if endpoint else None), output, removed)
 
 
 @app.command("answers")

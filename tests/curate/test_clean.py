@@ -88,7 +88,7 @@ def rewriter(body: dict) -> list[str]:
 def test_multiple_choice_rewritten_by_llm_endpoint(openai_server):
     url, seen = openai_server(rewriter)
     q = "Which of these numbers is even? (A) 3 (B) 5 (C) 8"
-    res = clean(frame([(q, "(C)")]), endpoint=Endpoint(url, model="rewriter"))
+    res = clean(frame([(q, "(C)")]), endpoint=Endpoint(url=url, model="rewriter"))
     assert res.kept["prompt"].to_list() == ["What number is even?"]
     assert res.kept["reference"].to_list() == ["\\boxed{8}"]
     assert seen[0]["model"] == "rewriter" and "whose answer is 8" in seen[0]["messages"][0]["content"]

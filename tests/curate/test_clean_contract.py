@@ -350,7 +350,7 @@ def test_llm_rewrite_request_and_reply(openai_server):
     url, seen = openai_server(model)
     other = "Which is even? (A) 3 (B) 5 (C) 8"
     df = frame([(MC, "C"), ("What is 2+2?", "4"), (other, "C")], metadata=["{}", "{}", "{}"])
-    res = clean(df, endpoint=Endpoint(url, model="m", retries=0))
+    res = clean(df, endpoint=Endpoint(url=url, model="m", retries=0))
     assert res.kept["prompt"].to_list() == [
         "What prime is below 8 and above 6?",
         "What is 2+2?",
@@ -372,7 +372,7 @@ def test_llm_rewrite_request_and_reply(openai_server):
 @pytest.mark.parametrize("reply", ["Which is prime? (A) 4 (B) 6 (C) 7", "   \n"])
 def test_llm_reply_that_is_still_multiple_choice_or_blank_is_ignored(openai_server, reply):
     url, _ = openai_server(lambda body: [reply])
-    res = clean(frame([(MC, "C")], metadata=["{}"]), endpoint=Endpoint(url, model="m", retries=0))
+    res = clean(frame([(MC, "C")], metadata=["{}"]), endpoint=Endpoint(url=url, model="m", retries=0))
     assert res.kept["prompt"].to_list() == ["What is a prime?"]  # the rule's rewrite
     assert res.kept["reference"].to_list() == ["\\boxed{7}"]
     assert json.loads(res.kept["metadata"][0])["reformulated"]["by"] == "llm:m"
@@ -380,5 +380,5 @@ def test_llm_reply_that_is_still_multiple_choice_or_blank_is_ignored(openai_serv
 
 def test_endpoint_is_not_called_without_multiple_choice(openai_server):
     url, seen = openai_server(lambda body: ["unused"])
-    res = clean(frame([("What is 2+2?", "4")]), endpoint=Endpoint(url, model="m", retries=0))
+    res = clean(frame([("What is 2+2?", "4")]), endpoint=Endpoint(url=url, model="m", retries=0))
     assert seen == [] and res.kept["prompt"].to_list() == ["What is 2+2?"]

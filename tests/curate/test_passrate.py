@@ -33,7 +33,7 @@ def test_passrate_keeps_items_strictly_between_bounds(openai_server, api):
         lambda b: policy(b["messages"][-1]["content"], b["n"]),
         lambda b: [policy(p, b["n"]) for p in b["prompt"]],
     )
-    sampler = EndpointSampler(Endpoint(url, model="policy"), api=api, max_tokens=64)
+    sampler = EndpointSampler(Endpoint(url=url, model="policy"), api=api, max_tokens=64)
     res = passrate_filter(ITEMS, sampler, k=8, low=0.0, high=0.9)
     assert res.kept["id"].to_list() == ["medium", "unicode"]
     assert res.kept["pass_rate"].to_list() == [0.5, 0.25]

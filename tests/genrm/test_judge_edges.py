@@ -175,8 +175,11 @@ def test_options_are_checked_when_the_judge_is_built(options, error):
 
 
 def test_unknown_options_are_named_with_the_known_ones():
-    known = "url, model, api, k, temperature, max_tokens, attempts, max_response_chars, constraint_weight"
-    message = f"unknown judge option(s): colour, size (known: {known}, timeout_s, retries, concurrency)"
+    known = "url, model, api, timeout_s, retries, concurrency"  # the endpoint's settings, then the judge's
+    message = (
+        f"unknown judge option(s): colour, size (known: {known}, "
+        "k, temperature, max_tokens, attempts, max_response_chars, constraint_weight)"
+    )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         JudgeOptions.resolve(size=1, colour="blue")
 
@@ -201,7 +204,9 @@ def test_environment_values_take_the_options_types(monkeypatch):
 
 def test_the_endpoint_gets_the_transport_options(monkeypatch):
     opts = JudgeOptions.resolve(url="http://judge/v1", model="j", timeout_s=5, retries=1, concurrency=2)
-    assert opts.endpoint() == Endpoint("http://judge/v1", "j", timeout=5.0, retries=1, concurrency=2)
+    assert opts.client() == Endpoint(
+        url="http://judge/v1", model="j", timeout_s=5.0, retries=1, concurrency=2
+    )
     monkeypatch.delenv("M1_GENRM_URL", raising=False)
     message = (
         "no judge endpoint: pass url=... to the verifier or set M1_GENRM_URL "

@@ -213,7 +213,7 @@ def test_statement_rewrite_goes_through_the_endpoint_client():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        endpoint = Endpoint(f"http://127.0.0.1:{server.server_address[1]}/v1", retries=0)
+        endpoint = Endpoint(url=f"http://127.0.0.1:{server.server_address[1]}/v1", retries=0)
         assert rewrite(endpoint, "isodate", "2 tests fail: ...") == "Issue: f is off by one."
     finally:
         server.shutdown()

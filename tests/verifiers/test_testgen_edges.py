@@ -98,7 +98,7 @@ def test_solutions_of_reads_strings_and_code_objects(row, solutions):
 def test_the_reply_is_read_as_a_json_list_of_inputs(model, content, inputs):
     url, m = model
     m.content = content
-    assert request_inputs(Endpoint(url), "P") == inputs
+    assert request_inputs(Endpoint(url=url), "P") == inputs
 
 
 @pytest.mark.parametrize(
@@ -114,17 +114,17 @@ def test_a_reply_without_an_inputs_list_is_an_error(model, content, error):
     url, m = model
     m.content = content
     with pytest.raises(EndpointError) as err:
-        request_inputs(Endpoint(url), "P")
+        request_inputs(Endpoint(url=url), "P")
     assert str(err.value) == error
 
 
 def test_request_inputs_asks_for_json_and_keeps_at_most_n_inputs(model):
     url, m = model
     m.content = json.dumps({"inputs": [str(i) for i in range(12)]})
-    assert request_inputs(Endpoint(url, "gen"), "Sum two numbers.") == [
+    assert request_inputs(Endpoint(url=url, model="gen"), "Sum two numbers.") == [
         str(i) for i in range(10)
     ]  # 10 by default
-    assert request_inputs(Endpoint(url, "gen"), "P", n_inputs=3, temperature=0.2) == ["0", "1", "2"]
+    assert request_inputs(Endpoint(url=url, model="gen"), "P", n_inputs=3, temperature=0.2) == ["0", "1", "2"]
     assert m.bodies == [
         {
             "model": "gen",
@@ -159,7 +159,7 @@ def test_generate_suite_defaults_and_the_options_it_passes_on(model):
     assert suite.summary() == {"proposed": 3, "kept": 3, "rejected": 0, "broken_solutions": 0}
     assert m.bodies[-1]["model"] == "default"
     assert m.bodies[-1]["messages"][1]["content"].endswith("Write 10 test inputs.")
-    suite = generate_suite("P", [Solution(ECHO)], endpoint=Endpoint(url, "mine"), n_inputs=2)
+    suite = generate_suite("P", [Solution(ECHO)], endpoint=Endpoint(url=url, model="mine"), n_inputs=2)
     assert [t["input"] for t in suite.tests] == ["1\n", "-2\n"] and suite.proposed == 2
     assert m.bodies[-1]["model"] == "mine"
     with pytest.raises(ValueError, match="unknown sandbox backend 'nowhere'"):

@@ -33,7 +33,7 @@ def ask(
     parse: Callable[[str], Any],
 ) -> list[Judged]:
     """k parsed verdicts per prompt. Raises `EndpointError` (for the whole batch) when the endpoint fails."""
-    endpoint = opts.endpoint()
+    endpoint = opts.client()
     out = [Judged([None] * opts.k, [""] * opts.k) for _ in prompts]
     todo = [(i, j) for i in range(len(prompts)) for j in range(opts.k)]
     for attempt in range(opts.attempts):

@@ -21,34 +21,33 @@ The API key, if the endpoint needs one, is `$OPENAI_API_KEY` (the project's one 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any
 
-from verifiers.endpoint import Endpoint
+from pydantic import Field
+
+from verifiers.endpoint import Endpoint, EndpointSettings
 from verifiers.genrm.prompts import Budget
 
 ENV_PREFIX = "M1_GENRM_"
 
 
-@dataclass
-class JudgeOptions:
-    url: str | None = None
-    model: str = "default"
-    api: Literal["chat", "completions"] = "chat"
+class JudgeOptions(EndpointSettings):
+    """The judge's endpoint (the one `EndpointSettings`: url, model, api, timeout_s, retries, concurrency)
+    and how it is asked. Built by `resolve`, which checks the values with messages that name the option
+    or the environment variable they came from."""
+
+    concurrency: int = Field(16, ge=1, description="parallel requests")
     k: int = 1
     temperature: float | None = None
     max_tokens: int = 512
     attempts: int = 3
     max_response_chars: int = 8000
     constraint_weight: float = 0.5
-    timeout_s: float = 120.0
-    retries: int = 3
-    concurrency: int = 16
 
     @classmethod
     def resolve(cls, **options: Any) -> JudgeOptions:
         """Options given, else ``M1_GENRM_<NAME>`` from the environment, else the defaults; checked."""
-        known = {f.name: f for f in fields(cls)}
+        known = cls.model_fields
         unknown = sorted(set(options) - set(known))
         if unknown:
             raise ValueError(f"unknown judge option(s): {', '.join(unknown)} (known: {', '.join(known)})")
@@ -67,7 +66,7 @@ class JudgeOptions:
             if not isinstance(value, kind):  # k=2.5 would otherwise fail only at the first judgment
                 raise ValueError(f"{where}={raw!r} is not a {kind.__name__}")
             values[name] = value
-        opts = cls(**values)
+        opts = cls.model_construct(**values)  # typed above; checked next, with this project's messages
         opts.check()
         return opts
 
@@ -80,7 +79,7 @@ class JudgeOptions:
             raise ValueError("constraint_weight must be >= 0")
         if self.max_response_chars < 200:
             raise ValueError("max_response_chars must be >= 200")
-        if self.retries < 0 or not self.timeout_s > 0:  # as flows.config.EndpointConfig requires
+        if self.retries < 0 or not self.timeout_s > 0:  # as EndpointSettings requires
             raise ValueError("retries must be >= 0 and timeout_s > 0")
 
     @property
@@ -94,12 +93,10 @@ class JudgeOptions:
     def budget(self) -> Budget:
         return Budget(response=self.max_response_chars)
 
-    def endpoint(self) -> Endpoint:
+    def client(self) -> Endpoint:
         if not self.url:
             raise ValueError(
                 "no judge endpoint: pass url=... to the verifier or set M1_GENRM_URL "
                 "(e.g. `m1 serve model --checkpoint JUDGE` serves one at http://127.0.0.1:8001/v1)"
             )
-        return Endpoint(
-            self.url, self.model, timeout=self.timeout_s, retries=self.retries, concurrency=self.concurrency
-        )
+        return super().client()
