@@ -12,9 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import socket
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -23,6 +20,7 @@ import typer
 
 from flows.bench import app
 from flows.bench.verify import bench_items
+from flows.servers import m1_server
 
 MAX_BODY_MB = 0.25
 MAX_ITEMS = 64
@@ -131,31 +129,10 @@ async def _drive(base_url: str, specs: list[Spec], clients: int, progress) -> li
     return outcomes
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_server(port: int, workers: int) -> subprocess.Popen:
-    import httpx
-
-    flags = f"--port {port} --workers {workers} --max-body-mb {MAX_BODY_MB} --max-items {MAX_ITEMS}"
-    cmd = [sys.executable, "-c", "from flows.cli import main; main()", "serve", "rewards", *flags.split()]
-    cmd += ["--log-level", "warning"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=1) as client:
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if client.get("/health").json()["status"] == "ok":
-                    return proc
-            except httpx.HTTPError:
-                time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(
-        f"reward service did not start: {proc.stderr.read().decode()[-1000:] if proc.stderr else ''}"
-    )
+def _service(workers: int):
+    """`m1 serve rewards` in a child process (flows/servers.py), ready once its workers are."""
+    flags = f"--workers {workers} --max-body-mb {MAX_BODY_MB} --max-items {MAX_ITEMS} --log-level warning"
+    return m1_server(["serve", "rewards", *flags.split()], name="reward service", timeout_s=120)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -214,11 +191,9 @@ def bench_rewards(
     base_specs = [s for s in specs if s.valid][:baseline_requests]
     base_per_round = -(-len(base_specs) // rounds)
 
-    port = _free_port()
-    server = _start_server(port, workers)
     outcomes: list[Outcome] = []
     elapsed = direct_cpu = service_cpu = 0.0
-    try:
+    with _service(workers) as service:
         with Progress(
             "load test",
             BarColumn(),
@@ -238,7 +213,7 @@ def bench_rewards(
                     t0, c0 = time.perf_counter(), tree_cpu_s()
                     outcomes += asyncio.run(
                         _drive(
-                            f"http://127.0.0.1:{port}",
+                            service,
                             specs[r * per_round : (r + 1) * per_round],
                             clients,
                             lambda: bar.advance(task),
@@ -246,9 +221,6 @@ def bench_rewards(
                     )
                     elapsed += time.perf_counter() - t0
                     service_cpu += tree_cpu_s() - c0  # client (this process), server and its workers
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     direct_rate = direct_items / max(direct_s, 1e-9)
 
     valid = [o for o in outcomes if o.valid]

@@ -1,7 +1,7 @@
 """Serving a judge checkpoint for as long as something needs it (a training stage, an evaluation).
 
 `served_judge` starts `m1 serve model` in a child process on a free loopback port, waits for /health, and
-stops it on exit; the judge runs on its own core instead of competing with training in one interpreter.
+stops it on exit (flows/servers.py); the judge runs on its own core instead of competing with training.
 With ``export_env`` it also sets ``M1_GENRM_URL`` (and ``M1_GENRM_MODEL``) for the duration, which is
 where the `genrm` verifiers look when a curriculum names them without options.
 """
@@ -9,35 +9,14 @@ where the `genrm` verifiers look when a curriculum names them without options.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
 from flows.errors import InputError
+from flows.servers import m1_server
 
 MODEL_NAME = "judge"
-
-
-def _wait_healthy(proc: subprocess.Popen, url: str, timeout_s: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    with httpx.Client(timeout=2) as client:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                tail = log.read_text(errors="replace").strip().splitlines()[-3:]
-                raise InputError(f"the judge server exited with code {proc.returncode}: {' | '.join(tail)}")
-            try:
-                if client.get(f"{url}/health").status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-    raise InputError(f"the judge server at {url} did not become healthy within {timeout_s:.0f} s")
 
 
 @contextmanager
@@ -52,23 +31,16 @@ def served_judge(
 ) -> Iterator[str]:
     """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it;
     ``max_tokens`` is exported with the URL (``M1_GENRM_MAX_TOKENS``) when given."""
-    from m1model.serving import free_port
-
     if not (Path(checkpoint) / "config.json").is_file():
         raise InputError(f"{checkpoint}: not a judge checkpoint (no config.json); run `m1 genrm train-judge`")
-    port = port or free_port()
-    base = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-c", "from flows.cli import main; main()", "serve", "model"]
-    cmd += ["--checkpoint", str(checkpoint), "--port", str(port), "--model-name", MODEL_NAME]
-    cmd += ["--threads", str(threads), "--log-level", "warning"]
-    exported = {"M1_GENRM_URL": f"{base}/v1", "M1_GENRM_MODEL": MODEL_NAME}
-    if max_tokens is not None:
-        exported["M1_GENRM_MAX_TOKENS"] = str(max_tokens)
-    saved = {k: os.environ.get(k) for k in exported}
-    with tempfile.NamedTemporaryFile("w+", prefix="m1-judge-", suffix=".log") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    args = ["serve", "model", "--checkpoint", str(checkpoint), "--model-name", MODEL_NAME]
+    args += ["--threads", str(threads), "--log-level", "warning"]
+    with m1_server(args, name="judge server", port=port, timeout_s=startup_timeout_s) as base:
+        exported = {"M1_GENRM_URL": f"{base}/v1", "M1_GENRM_MODEL": MODEL_NAME}
+        if max_tokens is not None:
+            exported["M1_GENRM_MAX_TOKENS"] = str(max_tokens)
+        saved = {k: os.environ.get(k) for k in exported}
         try:
-            _wait_healthy(proc, base, startup_timeout_s, Path(log.name))
             if export_env:
                 os.environ.update(exported)
             yield f"{base}/v1"
@@ -79,12 +51,6 @@ def served_judge(
                         os.environ.pop(key, None)
                     else:
                         os.environ[key] = value
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @contextmanager
