@@ -23,6 +23,7 @@ from rich.table import Table
 
 from flows.commands.curate import parse_map
 from flows.errors import InputError
+from flows.jsonl import read_jsonl
 
 PluginDirOpt = Annotated[
     list[Path] | None, typer.Option("--plugin-dir", help="Directory of plugin *.py files (repeatable).")
@@ -59,27 +60,14 @@ def parse_options(pairs: list[str] | None) -> dict[str, Any]:
 
 def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
     """(line number, row, problem) for each non-blank line; a broken line is reported, never skipped."""
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield (
-                    lineno,
-                    {"line": lineno, "raw": line.rstrip("\n")},
-                    f"line {lineno}: invalid JSON: {exc.msg}",
-                )
-                continue
-            if not isinstance(row, dict):
-                yield (
-                    lineno,
-                    {"line": lineno, "raw": row},
-                    f"line {lineno}: expected a JSON object, got {type(row).__name__}",
-                )
-                continue
-            yield lineno, row, None
+    for line in read_jsonl(path, errors="replace"):
+        n, row = line.number, line.value
+        if line.error is not None:
+            yield n, {"line": n, "raw": line.text}, f"line {n}: invalid JSON: {line.reason}"
+        elif not isinstance(row, dict):
+            yield n, {"line": n, "raw": row}, f"line {n}: expected a JSON object, got {type(row).__name__}"
+        else:
+            yield n, row, None
 
 
 def _testgen_row(

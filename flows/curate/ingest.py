@@ -20,6 +20,7 @@ import polars as pl
 
 from flows.curate import presets
 from flows.errors import InputError
+from flows.jsonl import read_jsonl
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON, validate_items
 
 # Where a canonical column is looked for when the mapping does not name it: first match wins. A final
@@ -81,29 +82,11 @@ def read_table(path: str | Path, *, strict: bool = True, split: str | None = Non
 def _read_jsonl(path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     good: list[bytes] = []
     bad: list[tuple[int, str, str]] = []
-    with open(path, "rb") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            line = line.rstrip(b"\r\n")
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                bad.append(
-                    (
-                        number,
-                        line.decode("utf-8", "replace")[:2000],
-                        f"invalid JSON: {exc.msg} at column {exc.pos + 1}",
-                    )
-                )
-                continue
-            except UnicodeDecodeError as exc:
-                bad.append((number, line.decode("utf-8", "replace")[:2000], f"not UTF-8: {exc.reason}"))
-                continue
-            if not isinstance(value, dict):
-                bad.append((number, line.decode("utf-8", "replace")[:2000], "not a JSON object"))
-                continue
-            good.append(line)
+    for line in read_jsonl(path):
+        if line.problem:
+            bad.append((line.number, line.text[:2000], line.problem))
+        else:
+            good.append(line.raw)
     broken = pl.DataFrame(
         bad, schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String}, orient="row"
     )
@@ -297,14 +280,10 @@ def _row_place(path: Path, index: int) -> str:
     """Where row `index` (0-based, of the rows read) is: a JSONL file's line number, else its row number."""
     if detect_format(path) == "jsonl":
         seen = -1
-        with open(path, "rb") as fh:
-            for number, line in enumerate(fh, start=1):
-                try:
-                    seen += isinstance(json.loads(line), dict) if line.strip() else 0
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                if seen == index:
-                    return f"line {number}"
+        for line in read_jsonl(path):
+            seen += line.problem is None
+            if seen == index:
+                return f"line {line.number}"
     return f"row {index + 1}"
 
 

@@ -8,7 +8,6 @@ and the plot is an artifact. What is computed from the files is library code: ve
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 from flows.atomic import atomic_path
 from flows.errors import InputError
 from flows.genrm.labels import LABEL_FIELDS
+from flows.jsonl import read_jsonl
 from verifiers.genrm.evaluate import JudgeEval
 from verifiers.genrm.swiss import Player, Tournament
 
@@ -27,13 +27,10 @@ def read_labels(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, 
     if not path.is_file():
         raise InputError(f"{path}: labels file not found")
     rows, bad = [], []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            bad.append({"line": n, "reason": f"not JSON: {exc.msg}"})
+    for line in read_jsonl(path):
+        n, row = line.number, line.value
+        if line.error is not None:
+            bad.append({"line": n, "reason": f"not JSON: {line.reason}"})
             continue
         missing = [k for k in LABEL_FIELDS if not isinstance(row, dict) or k not in row]
         if missing:
@@ -53,13 +50,10 @@ def read_candidates(path: str | Path) -> list[Tournament]:
     if not path.is_file():
         raise InputError(f"{path}: candidates file not found")
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
+    for line in read_jsonl(path):
+        n, row = line.number, line.value
+        if line.error is not None:
+            raise InputError(f"{path}:{n}: not JSON ({line.reason})")
         cands = row.get("candidates") if isinstance(row, dict) else None
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
             raise InputError(f'{path}:{n}: expected {{"prompt": ..., "candidates": [...]}}')

@@ -18,6 +18,7 @@ import polars as pl
 
 from flows.atomic import atomic_path
 from flows.errors import InputError
+from flows.jsonl import read_jsonl
 from flows.schema import ITEM_COLUMNS
 from flows.swe.repos import git
 from verifiers.base import ItemError
@@ -32,25 +33,20 @@ def read_tasks(path: Path) -> tuple[list[dict], list[dict]]:
     if not Path(path).is_file():
         raise InputError(f"{path}: tasks file not found")
     rows, bad = [], []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise ItemError(f"expected a JSON object, got {type(row).__name__}")
-                rows.append(SWETask.from_row(row).to_row())
-            except (json.JSONDecodeError, ItemError) as exc:
-                bad.append({"line": lineno, "instance_id": _id_of(line), "reason": f"line {lineno}: {exc}"})
+    for line in read_jsonl(path):
+        row = line.value
+        try:
+            if line.error is not None:
+                raise ItemError(str(line.error))
+            if not isinstance(row, dict):
+                raise ItemError(f"expected a JSON object, got {type(row).__name__}")
+            rows.append(SWETask.from_row(row).to_row())
+        except ItemError as exc:
+            instance_id = row.get("instance_id") if isinstance(row, dict) else None
+            bad.append(
+                {"line": line.number, "instance_id": instance_id, "reason": f"line {line.number}: {exc}"}
+            )
     return rows, bad
-
-
-def _id_of(line: str) -> str | None:
-    try:
-        return json.loads(line).get("instance_id")
-    except (json.JSONDecodeError, AttributeError):
-        return None
 
 
 def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
