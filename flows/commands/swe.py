@@ -7,7 +7,6 @@ containers left by a killed earlier run.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -264,22 +263,14 @@ def validate(
 
 
 def _write_dataset(run: str, kept: list[dict], results, repos: Path) -> None:
-    import polars as pl
-
-    from flows.datasets import SWE, dataset_name
-    from flows.schema import QUARANTINE_REASON, validate_items
     from flows.store import DatasetStore, StepCount
-    from flows.swe.items import to_items
+    from flows.swe.items import write_dataset
+    from verifiers.swe import KINDS
 
-    items, bad = validate_items(to_items(kept, ("repair", "localize", "testgen"), repos), where="swe items")
-    dropped = pl.DataFrame(
-        [{"id": v.instance_id, "metadata": json.dumps(v.row, default=str), QUARANTINE_REASON: v.reason} for v in results if not v.kept],
-        schema={"id": pl.String, "metadata": pl.String, QUARANTINE_REASON: pl.String},
-    )  # fmt: skip
-    manifest = DatasetStore().write(
-        dataset_name(run, SWE), items,
+    manifest = write_dataset(
+        DatasetStore(), run, kept, [(v.instance_id, v.row, v.reason) for v in results if not v.kept],
+        kinds=KINDS, repos_dir=repos,
         steps=[StepCount("validate", len(results), len(kept), "F2P fail before, all pass after the gold patch")],
-        quarantine=pl.concat([dropped, bad.select(dropped.columns)], how="vertical_relaxed"),
     )  # fmt: skip
     Console().print(f"wrote {manifest.ref}: {manifest.rows} items", highlight=False)
 

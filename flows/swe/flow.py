@@ -16,7 +16,6 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import (
     create_markdown_artifact,
@@ -26,10 +25,9 @@ from prefect.artifacts import (
 )
 
 from flows.config import PipelineConfig, SWEConfig
-from flows.datasets import SWE, dataset_name
+from flows.datasets import SWE
 from flows.errors import ConfigError
 from flows.runner import CACHED, RETRY, Tasks, on_runner
-from flows.schema import QUARANTINE_REASON, validate_items
 from flows.store import DatasetStore, StepCount
 from sandboxes.prerequisites import DOCKER_ENGINE
 
@@ -100,7 +98,7 @@ def swe_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 
 
 @flow(name="m1-swe-steps", flow_run_name="{config.name}-swe-steps", log_prints=True)
 def swe_steps(config: PipelineConfig) -> dict:
-    from flows.swe.items import to_items
+    from flows.swe.items import write_dataset
     from flows.swe.synthesize import split
     from sandboxes import SandboxUnavailable
     from sandboxes.container import engine, reap_orphans
@@ -140,16 +138,14 @@ def swe_steps(config: PipelineConfig) -> dict:
         logger.warning("dropped %s: %s", v["instance_id"], v["reason"])
     update_progress_artifact(progress, 90.0, description="SWE tasks: dataset")
 
-    items, bad = validate_items(to_items(kept, c.kinds, Path(output)), where="swe items")
-    quarantine = pl.DataFrame(
-        [{"id": v["instance_id"], "metadata": json.dumps(v["row"], default=str), QUARANTINE_REASON: v["reason"]} for v in dropped],
-        schema={"id": pl.String, "metadata": pl.String, QUARANTINE_REASON: pl.String},
-    )  # fmt: skip
-    quarantine = pl.concat([quarantine, bad.select(quarantine.columns)], how="vertical_relaxed")
     tried = sum(s["tried"] for s in synthesized)
-    manifest = store.write(
-        dataset_name(config.name, SWE),
-        items,
+    manifest = write_dataset(
+        store,
+        config.name,
+        kept,
+        [(v["instance_id"], v["row"], v["reason"]) for v in dropped],
+        kinds=c.kinds,
+        repos_dir=Path(output),
         params={"swe": c.model_dump(mode="json"), "repos": repos},
         steps=[
             StepCount(
@@ -159,7 +155,6 @@ def swe_steps(config: PipelineConfig) -> dict:
                 "validate", len(candidates), len(kept), "F2P fail before, all pass after the gold patch"
             ),
         ],
-        quarantine=quarantine,
     )
     kinds = Counter(row.get("mutation", "?") for row in kept)
     report(manifest.ref, synthesized, checked, kinds)
@@ -168,7 +163,7 @@ def swe_steps(config: PipelineConfig) -> dict:
         "%s: %d tasks (%d items); %d of %d task runs cached",
         manifest.ref,
         len(kept),
-        items.height,
+        manifest.rows,
         tasks.cached,
         len(tasks.states),
     )

@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import polars as pl
 
 from flows.atomic import atomic_path
+from flows.datasets import SWE, dataset_name
 from flows.errors import InputError
 from flows.jsonl import read_jsonl
-from flows.schema import ITEM_COLUMNS
+from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON, validate_items
+from flows.store import DatasetStore, Manifest, StepCount
 from flows.swe.repos import git
 from verifiers.base import ItemError
 from verifiers.swe import GENERATED_TEST, SWETask, gold_locations
@@ -164,3 +167,29 @@ def to_items(rows: Sequence[dict], kinds: Sequence[str], repos_dir: Path) -> pl.
                 "metadata": metadata,
             })  # fmt: skip
     return pl.DataFrame(items, schema=ITEM_COLUMNS)
+
+
+def write_dataset(
+    store: DatasetStore,
+    run: str,
+    kept: Sequence[dict],
+    dropped: Sequence[tuple[str | None, dict, str]],
+    *,
+    kinds: Sequence[str],
+    repos_dir: Path,
+    steps: list[StepCount],
+    params: dict[str, Any] | None = None,
+) -> Manifest:
+    """The dataset ``{run}-swe`` (its one writer: the SWE flow and `m1 swe validate --run`): the kept tasks
+    as items, one per kind; in its quarantine the dropped tasks, as (instance id, task row, reason), and
+    the items the schema refuses."""
+    items, bad = validate_items(to_items(kept, kinds, repos_dir), where="swe items")
+    quarantine = pl.DataFrame(
+        [
+            {"id": i, "metadata": json.dumps(row, default=str), QUARANTINE_REASON: why}
+            for i, row, why in dropped
+        ],
+        schema={"id": pl.String, "metadata": pl.String, QUARANTINE_REASON: pl.String},
+    )
+    quarantine = pl.concat([quarantine, bad.select(quarantine.columns)], how="vertical_relaxed")
+    return store.write(dataset_name(run, SWE), items, params=params, steps=steps, quarantine=quarantine)
