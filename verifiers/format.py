@@ -121,7 +121,9 @@ def boxed_answers(text: str) -> list[str]:
 
 
 def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` (see `boxed_answers`); None if absent."""
+    """Content of a response's last complete ``\\boxed{...}`` / ``\\fbox{...}`` (see `boxed_answers`: an
+    unfinished box at the end leaves the one before it); None if there is none. Curation reads a reference
+    strictly instead (flows/curate/answers.py:reference_box: a broken last box is no answer)."""
     boxes = boxed_answers(text)
     return boxes[-1] if boxes else None
 

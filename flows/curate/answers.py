@@ -64,8 +64,11 @@ _WORDLIKE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")  # a prose word, not a La
 _PROSE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")  # in an answer: "xy" may be a product, "blue" is not
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} or \\fbox{...}, with nested braces balanced."""
+def reference_box(text: str) -> str | None:
+    """A reference solution's answer: the content of its last \\boxed{...} or \\fbox{...}, nested braces
+    balanced; None when that last box is unbalanced or empty (a broken reference: an earlier box is never
+    taken instead). Not verifiers.format.last_boxed, which reads a response's last *complete* box (an
+    unfinished box at the end of a response leaves the one before it as the answer)."""
     start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
     if start < 0:
         return None
@@ -85,7 +88,7 @@ def extract_answer(reference: str | None) -> tuple[str | None, str]:
     if not reference or not reference.strip():
         return None, "empty"
     text = reference.strip()
-    if (boxed := last_boxed(text)) is not None:
+    if (boxed := reference_box(text)) is not None:
         return boxed, "boxed"
     if "\\boxed" in text or "\\fbox" in text:
         return None, "unbalanced-boxed"

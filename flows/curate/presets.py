@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flows.curate.answers import last_boxed
+from flows.curate.answers import reference_box
 
 
 class RowError(Exception):
@@ -152,7 +152,7 @@ def _boxed(solution: str, column: str) -> tuple[str | None, str | None]:
     """(answer, quarantine reason) from the last \\boxed{} of a worked solution. This is the
     curation's reading of references (flows/curate/answers.py): an unbalanced last box is a broken
     reference, never an earlier box."""
-    answer = last_boxed(solution)
+    answer = reference_box(solution)
     if answer is not None:
         return answer, None
     if "\\boxed" in solution or "\\fbox" in solution:

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from flows.curate import answers
-from flows.curate.answers import extract_answer, extract_answers, last_boxed, parses
+from flows.curate.answers import extract_answer, extract_answers, parses, reference_box
 from flows.curate.text import (
     GOLDEN64,
     fmix64,
@@ -27,7 +27,7 @@ from flows.curate.text import (
 from flows.errors import InputError
 from tests.curate.helpers import removed_reasons
 
-# --- last_boxed -------------------------------------------------------------------------------------
+# --- reference_box ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -46,8 +46,8 @@ from tests.curate.helpers import removed_reasons
         ("\\boxed{x} }", "x"),  # a stray closing brace after the box is not content
     ],
 )
-def test_last_boxed_returns_the_balanced_content_of_the_last_box(text, content):
-    assert last_boxed(text) == content
+def test_reference_box_returns_the_balanced_content_of_the_last_box(text, content):
+    assert reference_box(text) == content
 
 
 @pytest.mark.parametrize(
@@ -61,8 +61,8 @@ def test_last_boxed_returns_the_balanced_content_of_the_last_box(text, content):
         "\\boxed{}",
     ],
 )
-def test_last_boxed_is_none_without_a_complete_nonempty_last_box(text):
-    assert last_boxed(text) is None
+def test_reference_box_is_none_without_a_complete_nonempty_last_box(text):
+    assert reference_box(text) is None
 
 
 # --- extract_answer ---------------------------------------------------------------------------------
