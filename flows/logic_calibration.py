@@ -25,9 +25,7 @@ from prefect import flow, get_run_logger
 from prefect import task as prefect_task
 from prefect.artifacts import (
     create_markdown_artifact,
-    create_progress_artifact,
     create_table_artifact,
-    update_progress_artifact,
 )
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
@@ -37,6 +35,7 @@ from flows.atomic import atomic_path, atomic_write_text
 from flows.config import PolicyConfig
 from flows.errors import InputError
 from flows.policy import Sampler, make_sampler
+from flows.progress import prefect_progress
 from flows.store import DatasetStore, m1_home
 
 
@@ -246,8 +245,7 @@ def sample_and_score(
     policy: PolicyConfig, params: CalibrationParams
 ) -> tuple[list[dict[str, Any]], dict[str, Band]]:
     sampler = make_sampler(policy)
-    artifact = create_progress_artifact(0.0, description="logic calibration: tasks done")
-    return calibrate(sampler, params, lambda done, of: update_progress_artifact(artifact, 100.0 * done / of))
+    return calibrate(sampler, params, prefect_progress("logic calibration: tasks done"))
 
 
 @flow(name="logic-calibration", log_prints=True)

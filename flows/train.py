@@ -15,6 +15,7 @@ from prefect import flow, get_run_logger
 from flows.artifacts import artifact_key
 from flows.config import PipelineConfig
 from flows.curriculum.stage import Metrics, StepCallback
+from flows.progress import ProgressFn, prefect_progress
 
 # The CLI sets this to drive a rich progress bar; the flows pass it on (flow bodies run in the caller's context).
 step_listener: contextvars.ContextVar[StepCallback | None] = contextvars.ContextVar(
@@ -26,9 +27,7 @@ DEFAULT_CONFIG = PipelineConfig()  # the flows' parameter default (never mutated
 
 def _prefect_progress(phase_totals: dict[str, int]) -> StepCallback:
     """Report steps to a Prefect progress artifact per phase and the run log, and to the CLI's listener."""
-    from prefect.artifacts import create_progress_artifact, update_progress_artifact
-
-    artifacts: dict[str, Any] = {}
+    artifacts: dict[str, ProgressFn] = {}
     logger = get_run_logger()
     listener = step_listener.get()
 
@@ -36,8 +35,8 @@ def _prefect_progress(phase_totals: dict[str, int]) -> StepCallback:
         total = phase_totals.get(phase, 0)
         if phase not in artifacts:
             what = "SFT warm start steps" if phase == "sft" else f"training stage {phase}: RL steps"
-            artifacts[phase] = create_progress_artifact(0.0, description=f"{what} done")
-        update_progress_artifact(artifacts[phase], progress=100.0 * m["step"] / max(total, 1))
+            artifacts[phase] = prefect_progress(f"{what} done")
+        artifacts[phase](m["step"], total)
         if phase == "sft":
             if int(m["step"]) % 50 == 0 or int(m["step"]) == total:
                 logger.info("sft step %d/%d: loss %.4f", int(m["step"]), total, m["loss"])

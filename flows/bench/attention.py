@@ -165,7 +165,6 @@ def bench_attention(
     """Lightning attention (naive, chunked) vs causal SDPA fwd+bwd over lengths; fused log-probs memory."""
     import torch
     from rich.console import Console
-    from rich.progress import Progress
     from rich.table import Table
 
     from flows.errors import InputError
@@ -181,6 +180,7 @@ def bench_attention(
     if threads:
         torch.set_num_threads(threads)
     from flows.bench.load import LoadMeter, print_start
+    from flows.progress import bars
 
     console = Console()
     print_start(console)
@@ -192,7 +192,7 @@ def bench_attention(
 
     times: dict[str, dict[int, float]] = {"naive": {}, "chunked": {}, "sdpa": {}}
     plan = [(m, n) for n in sizes for m in ("chunked", "sdpa", "naive") if m != "naive" or n <= naive_max_len]
-    with Progress(console=console, transient=True) as progress:
+    with bars(console, transient=True) as progress:
         task = progress.add_task("attention", total=len(plan))
         for method, n in plan:
             progress.update(task, description=f"{method} @ {n}")

@@ -20,6 +20,7 @@ import typer
 
 from flows.bench import app
 from flows.bench.verify import bench_items
+from flows.progress import bars
 from flows.servers import m1_server
 
 MAX_BODY_MB = 0.25
@@ -170,7 +171,6 @@ def bench_rewards(
 ) -> None:
     """Load-test `m1 serve rewards`: zero 5xx, zero lost items, latency and throughput."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
     from rich.table import Table
 
     from flows.bench.load import LoadMeter, print_start, tree_cpu_s
@@ -194,15 +194,8 @@ def bench_rewards(
     outcomes: list[Outcome] = []
     elapsed = direct_cpu = service_cpu = 0.0
     with _service(workers) as service:
-        with Progress(
-            "load test",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("requests", total=len(specs))
+        with bars(console, transient=True) as bar:
+            task = bar.add_task("load test", total=len(specs))
             for r in range(rounds):
                 with meter.side("direct"):
                     c0 = tree_cpu_s()

@@ -47,10 +47,10 @@ def algorithms(
     Full size: 8 arms x 3 seeds x 30 RL steps of 16 prompts x 8 responses with 16 off-policy updates per
     generation batch, from one shared SFT warm start.
     """
-    from flows.commands.progress import bars
     from flows.errors import InputError
     from flows.experiments import algorithms as lib
     from flows.experiments.arms import select
+    from flows.progress import bars
 
     console = Console()
     try:

@@ -59,23 +59,21 @@ def train_judge(
 ) -> None:
     """SFT a small m1model judge on labelled responses to math, logic and general items; evaluate it on
     held-out prompts; save it (HF format) for `m1 serve model`."""
-    from flows.commands.progress import bars
     from flows.curriculum.settings import use_threads
     from flows.genrm.train_judge import HELDOUT
     from flows.genrm.train_judge import train_judge as train
+    from flows.progress import bars, rich_progress
     from verifiers.genrm.evaluate import JudgeEval
 
     cfg = _config(config, set_)
     use_threads(cfg.train)
     g = cfg.genrm
     with bars(console) as progress:
-        bar = progress.add_task("judge SFT", total=g.judge_steps)
+        report = rich_progress(progress, "judge SFT", g.judge_steps)
         summary = train(
             output,
             g,
-            on_step=lambda m: progress.update(
-                bar, completed=int(m["step"]), description=f"judge SFT  loss {m['loss']:.3f}"
-            ),
+            on_step=lambda m: report(int(m["step"]), g.judge_steps, f"judge SFT  loss {m['loss']:.3f}"),
         )
     print_eval(
         JudgeEval.from_dict(summary["eval"]), f"judge on {summary['heldout_responses']} held-out responses"

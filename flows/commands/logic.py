@@ -92,7 +92,7 @@ def generate(
 ) -> None:
     """Generate N instances as canonical RL items (the same seed gives byte-identical output)."""
     from flows.atomic import atomic_path
-    from flows.commands.progress import bars
+    from flows.progress import bars
 
     logic_task = _task(task)
     if difficulty not in logic_task.levels:

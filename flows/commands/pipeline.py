@@ -26,12 +26,12 @@ def run(
     from rich.console import Console
     from rich.table import Table
 
-    from flows.commands.progress import training_progress
     from flows.config import load_config
     from flows.curate.ingest import describe_mapping
     from flows.curriculum.stage import active_curriculum
     from flows.logs import run_flow
     from flows.pipeline import pipeline, preflight
+    from flows.progress import training_progress
 
     cfg = load_config(config, list(set_ or []) + ([f"runner.kind={runner}"] if runner else []))
     preflight(cfg)  # bad inputs fail here, before anything is written

@@ -35,7 +35,7 @@ def _repos(path: Path | None) -> Path:
 
 
 def _progress():
-    from flows.commands.progress import bars
+    from flows.progress import bars
 
     return bars(err, transient=True)
 

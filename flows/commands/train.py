@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.commands.pipeline import ConfigOpt, SetOpt
-from flows.commands.progress import training_progress
+from flows.progress import training_progress
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()

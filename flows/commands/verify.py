@@ -136,7 +136,7 @@ def score_file(
     """Score `source` into `target` (atomically) in batches; returns summary counts, the errors by
     reason (without their line numbers) and the columns the rows have."""
     from flows.atomic import atomic_path
-    from flows.commands.progress import bars
+    from flows.progress import bars
     from verifiers.base import Reward, verify_safely
 
     mapping = mapping or {}
@@ -222,9 +222,8 @@ def register(app: typer.Typer) -> None:
         reference solutions (run in the sandbox) agree on the output."""
         import os
 
-        from rich.progress import Progress
-
         from flows.atomic import atomic_path
+        from flows.progress import bars
         from sandboxes import SandboxUnavailable, get_sandbox
 
         if not input.is_file():
@@ -246,7 +245,7 @@ def register(app: typer.Typer) -> None:
         with (
             atomic_path(output) as tmp,
             tmp.open("w", encoding="utf-8") as out,
-            Progress(console=console, transient=True) as bar,
+            bars(console, transient=True) as bar,
         ):
             task = bar.add_task("testgen", total=len(rows))
             for lineno, row, problem in rows:

@@ -28,6 +28,7 @@ from prefect import flow, get_run_logger
 from flows.artifacts import artifact_key, embed_png
 from flows.config import GenRMConfig, PipelineConfig
 from flows.datasets import GENERAL, dataset_name
+from flows.progress import prefect_progress
 from flows.store import DatasetStore
 
 DEFAULT_CONFIG = PipelineConfig()
@@ -109,16 +110,8 @@ def judge_gate(config: PipelineConfig) -> str | None:
 
 
 def _progress(total: int) -> Callable[[dict[str, float]], None]:
-    from prefect.artifacts import create_progress_artifact, update_progress_artifact
-
-    artifact = create_progress_artifact(0.0, description="judge SFT steps done")
-    every = max(1, total // 20)
-
-    def on_step(m: dict[str, float]) -> None:
-        if int(m["step"]) % every == 0 or int(m["step"]) == total:
-            update_progress_artifact(artifact, progress=100.0 * m["step"] / total)
-
-    return on_step
+    report = prefect_progress("judge SFT steps done", every=max(1, total // 20))
+    return lambda m: report(m["step"], total)
 
 
 @flow(name="genrm-general", flow_run_name="{config.name}-general", log_prints=True)

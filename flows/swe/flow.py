@@ -17,16 +17,12 @@ from collections import Counter
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import (
-    create_markdown_artifact,
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.config import PipelineConfig, SWEConfig
 from flows.datasets import SWE
 from flows.errors import ConfigError
+from flows.progress import prefect_progress
 from flows.runner import CACHED, RETRY, Tasks, on_runner
 from flows.store import DatasetStore, StepCount
 from sandboxes.prerequisites import DOCKER_ENGINE
@@ -112,10 +108,10 @@ def swe_steps(config: PipelineConfig) -> dict:
     store = DatasetStore(config.home)
     output = str(repos_dir(config))
     tasks = Tasks()
-    progress = create_progress_artifact(0.0, key="swe-progress", description="SWE tasks: repositories")
+    progress = prefect_progress("SWE tasks: repositories", key="swe-progress")
 
     repos = tasks.one(repos_task, c.repos, output)
-    update_progress_artifact(progress, 10.0, description="SWE tasks: synthesis")
+    progress(10.0, 100.0, "SWE tasks: synthesis")
     synthesized = []
     for repo, quota in zip(repos, split(c.n_tasks, len(repos)), strict=True):
         if quota:
@@ -127,7 +123,7 @@ def swe_steps(config: PipelineConfig) -> dict:
                 synthesized[-1]["tried"],
             )
     candidates = [row for s in synthesized for row in s["tasks"]]
-    update_progress_artifact(progress, 50.0, description="SWE tasks: validation")
+    progress(50.0, 100.0, "SWE tasks: validation")
 
     n = max(1, min(c.workers, len(candidates)))
     shards = [candidates[i::n] for i in range(n)] if candidates else []
@@ -136,7 +132,7 @@ def swe_steps(config: PipelineConfig) -> dict:
     dropped = [v for v in checked if not v["kept"]]
     for v in dropped:
         logger.warning("dropped %s: %s", v["instance_id"], v["reason"])
-    update_progress_artifact(progress, 90.0, description="SWE tasks: dataset")
+    progress(90.0, 100.0, "SWE tasks: dataset")
 
     tried = sum(s["tried"] for s in synthesized)
     manifest = write_dataset(
@@ -158,7 +154,7 @@ def swe_steps(config: PipelineConfig) -> dict:
     )
     kinds = Counter(row.get("mutation", "?") for row in kept)
     report(manifest.ref, synthesized, checked, kinds)
-    update_progress_artifact(progress, 100.0, description="SWE tasks: done")
+    progress(100.0, 100.0, "SWE tasks: done")
     logger.info(
         "%s: %d tasks (%d items); %d of %d task runs cached",
         manifest.ref,

@@ -10,15 +10,11 @@ from typing import Any
 
 import polars as pl
 from prefect import get_run_logger
-from prefect.artifacts import (
-    create_markdown_artifact,
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.artifacts import artifact_key
 from flows.curate.result import StepResult
+from flows.progress import prefect_progress
 from flows.runner import ROW, fingerprint
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON
 from flows.store import DatasetStore, Manifest
@@ -40,9 +36,7 @@ class Steps:
         self.results: list[StepResult] = []
         self.done = 0
         self.logger = get_run_logger()
-        self.progress = create_progress_artifact(
-            0.0, key=f"{self.key}-progress", description=f"{kind}: steps done"
-        )
+        self.progress = prefect_progress(f"{kind}: steps done", key=f"{self.key}-progress")
 
     def record(self, res: StepResult) -> pl.DataFrame:
         self.results.append(res)
@@ -58,7 +52,7 @@ class Steps:
 
     def _advance(self) -> None:
         self.done += 1
-        update_progress_artifact(self.progress, 100.0 * min(self.done, self.total) / self.total)
+        self.progress(self.done, self.total)
 
     def removed(self) -> pl.DataFrame:
         """Every removed row with its reason and the step that removed it."""
@@ -121,5 +115,5 @@ def publish(manifest: Manifest, kept: pl.DataFrame, steps: Steps, notes: list[st
     create_markdown_artifact(
         section, key=f"{steps.key}-report", description=f"{steps.kind} of {manifest.ref}"
     )
-    update_progress_artifact(steps.progress, 100.0)
+    steps.progress(steps.total, steps.total)  # the dataset is written: done
     return {"manifest": json.loads(manifest.to_json()), "mixture": mix, "notes": notes, "report": section}
