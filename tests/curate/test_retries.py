@@ -3,36 +3,31 @@ with backoff; a deterministic failure (a 4xx: the request itself is wrong) is no
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
 
 from flows.config import PipelineConfig
+from tests.fakes.openai import chat_reply, serve
 
 MC = {"question": "Which of these numbers is even? (A) 3 (B) 5 (C) 8", "answer": "(C)"}
 
 
 @pytest.fixture
-def flaky_server(serve_app):
+def flaky_server():
     """An OpenAI-compatible rewriter that answers `status` for its first `failures` requests."""
-    from fastapi import FastAPI
-    from fastapi.responses import JSONResponse
+    with contextlib.ExitStack() as stack:
 
-    def start(failures: int, status: int):
-        app, seen = FastAPI(), []
+        def start(failures: int, status: int):
+            root, server = stack.enter_context(serve())
+            ok = chat_reply(["What number is even?"])
+            server.reply = lambda seen: (
+                (status, {"error": "busy"}) if len(server.posted) <= failures else (200, ok)
+            )
+            return f"{root}/v1", server.posted
 
-        @app.post("/v1/chat/completions")
-        def chat(body: dict):
-            seen.append(body)
-            if len(seen) <= failures:
-                return JSONResponse({"error": "busy"}, status_code=status)
-            return {
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "What number is even?"}}]
-            }
-
-        return serve_app(app), seen
-
-    return start
+        yield start
 
 
 def config(tmp_path, url: str) -> PipelineConfig:

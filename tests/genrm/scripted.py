@@ -1,4 +1,4 @@
-"""A scripted OpenAI-compatible judge on loopback: a real HTTP server whose replies are a known function
+"""A scripted OpenAI-compatible judge on loopback: the fake server's replies are a known function
 of the prompt, for tests that need a judge with a known behaviour (honest, malformed, biased)."""
 
 from __future__ import annotations
@@ -7,9 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from fastapi import FastAPI, Request
-
-from m1model.serving import background
+from tests.fakes.openai import serve
 
 Policy = Callable[[str], str]  # the user message -> the judge's reply
 
@@ -24,40 +22,19 @@ class Script:
         self.policy = policy
         self.messages: list[str] = []  # every prompt received, in order
 
-    def app(self) -> FastAPI:
-        app = FastAPI()
-
-        @app.get("/v1/models")
-        async def models():
-            return {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
-
-        @app.post("/v1/chat/completions")
-        async def chat(request: Request):
-            body = await request.json()
-            message = body["messages"][-1]["content"]
-            self.messages.append(message)
-            n = int(body.get("n", 1))
-            return {
-                "object": "chat.completion",
-                "choices": [
-                    {
-                        "index": i,
-                        "message": {"role": "assistant", "content": self.policy(message)},
-                        "finish_reason": "stop",
-                    }
-                    for i in range(n)
-                ],
-            }
-
-        return app
+    def chat(self, body: dict) -> list[str]:
+        message = body["messages"][-1]["content"]
+        self.messages.append(message)
+        return [self.policy(message) for _ in range(int(body.get("n", 1)))]
 
 
 @contextmanager
 def scripted_judge(policy: Policy) -> Iterator[tuple[str, Script]]:
-    """(base URL ending in /v1, the script with its log of prompts)."""
+    """(base URL ending in /v1, the script with its log of prompts), served by the tests' one fake
+    OpenAI-compatible server (tests/fakes/openai.py)."""
     script = Script(policy)
-    with background(script.app()) as url:
-        yield f"{url}/v1", script
+    with serve(chat=script.chat, models=["scripted"]) as (root, _):
+        yield f"{root}/v1", script
 
 
 def honest_grade(message: str) -> str:

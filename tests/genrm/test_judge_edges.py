@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.genrm.scripted import blocks
-from tests.loopback import Loopback, serve
+from tests.fakes.openai import Loopback, serve
 from verifiers.base import Reward
 from verifiers.endpoint import Endpoint
 from verifiers.genrm.grade import GradeJudge

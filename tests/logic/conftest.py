@@ -11,14 +11,12 @@ httpx client, the flow and the CLI are exercised exactly as against a model serv
 from __future__ import annotations
 
 import hashlib
-import json
 import random
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.fakes.openai import Seen, chat_reply, serve
 from verifiers.logic import get_task
 
 
@@ -27,44 +25,21 @@ def p_correct(difficulty: int) -> float:
 
 
 class OracleServer:
-    def __init__(self) -> None:
+    """The policy behind the tests' fake OpenAI-compatible server (tests/fakes/openai.py)."""
+
+    def __init__(self, root: str) -> None:
         self.gold: dict[str, tuple[str, str, int]] = {}  # prompt -> (answer, near miss, difficulty)
         self.requests = 0
-        server = self
+        self.url = f"{root}/v1"
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if not self.path.endswith("/chat/completions"):
-                    self.send_error(404)
-                    return
-                prompt = body["messages"][-1]["content"]
-                if prompt not in server.gold:
-                    self.send_error(400, "unknown prompt")
-                    return
-                server.requests += 1
-                choices = [
-                    {
-                        "index": i,
-                        "message": {"role": "assistant", "content": server.answer(prompt, i)},
-                        "finish_reason": "stop",
-                    }
-                    for i in range(int(body.get("n", 1)))
-                ]
-                data = json.dumps(
-                    {"object": "chat.completion", "model": body.get("model"), "choices": choices}
-                )
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data.encode())
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+    def reply(self, seen: Seen) -> tuple[int, dict]:
+        if seen.method != "POST" or not seen.path.endswith("/chat/completions"):
+            return 404, {"error": "no route"}
+        prompt = seen.body["messages"][-1]["content"]
+        if prompt not in self.gold:
+            return 400, {"error": "unknown prompt"}
+        self.requests += 1
+        return 200, chat_reply([self.answer(prompt, i) for i in range(int(seen.body.get("n", 1)))])
 
     def load(self, tasks: list[str], instances: int, seed: int = 0) -> None:
         """Know the instances `calibrate` will generate for these tasks (same seeds)."""
@@ -86,11 +61,7 @@ class OracleServer:
 
 @pytest.fixture
 def oracle_server() -> Iterator[OracleServer]:
-    server = OracleServer()
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serve() as (root, fake):
+        server = OracleServer(root)
+        fake.reply = server.reply
         yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()

@@ -36,111 +36,7 @@ from sandboxes.container import (
 from sandboxes.limits import Limits
 from sandboxes.usage import TIME
 from sandboxes.workspace import WORK_MOUNT, Workspace
-
-
-class FakeResponse:
-    def __init__(self, status_code: int) -> None:
-        self.status_code = status_code
-        self.reason = "fake"
-        self.url = "http://engine"
-
-
-def api_error(status: int, cls=docker.errors.APIError):
-    return cls(f"status {status}", response=FakeResponse(status))
-
-
-class FakeContainer:
-    """One container as docker-py returns it; `behaviour` says what the "program" does."""
-
-    def __init__(self, client: FakeClient, image, command, kwargs) -> None:
-        self.client = client
-        self.id = f"c{len(client.created)}"
-        self.image, self.command, self.kwargs = image, command, kwargs
-        self.calls: list[tuple] = []
-        self.attrs = {"State": {"OOMKilled": client.oom_killed}}
-        self.labels = kwargs.get("labels", {})
-        self.stdin_seen: bytes | None = None
-        self.live_at_start = False
-
-    # the host paths of the container's mounts
-    def host(self, inside: str) -> Path:
-        for host, spec in self.kwargs["volumes"].items():
-            if inside.startswith(spec["bind"] + "/"):
-                return Path(host) / inside[len(spec["bind"]) + 1 :]
-        raise AssertionError(f"{inside} is not on a mount")
-
-    def attach(self, **kw):
-        self.calls.append(("attach", kw))
-        return iter(self.client.chunks)
-
-    def start(self):
-        self.calls.append(("start",))
-        self.live_at_start = container._live.get(self.id) is self
-        shell = self.command[self.command.index("-c") + 1]
-        stdin_inside = shell.rsplit("< ", 1)[1]
-        self.stdin_seen = self.host(stdin_inside).read_bytes()
-        if self.client.report is not None:
-            report_inside = self.command[self.command.index("-o") + 1]
-            report = self.client.report
-            self.host(report_inside).write_bytes(report if isinstance(report, bytes) else report.encode())
-
-    def wait(self, timeout=None):
-        self.calls.append(("wait", timeout))
-        if self.client.wait_errors:
-            raise self.client.wait_errors.pop(0)
-        return {"StatusCode": 0}
-
-    def reload(self):
-        self.calls.append(("reload",))
-        if self.client.reload_error:
-            raise self.client.reload_error
-
-    def kill(self):
-        self.calls.append(("kill",))
-        if self.client.kill_error:
-            raise self.client.kill_error
-
-    def remove(self, force=False):
-        self.calls.append(("remove", force))
-        if self.client.remove_error:
-            raise self.client.remove_error
-
-
-class FakeContainers:
-    def __init__(self, client: FakeClient) -> None:
-        self.client = client
-
-    def create(self, image, command, **kwargs):
-        if self.client.create_error:
-            raise self.client.create_error
-        c = FakeContainer(self.client, image, command, kwargs)
-        self.client.created.append(c)
-        return c
-
-    def run(self, image, command, **kwargs):
-        self.client.ran.append((image, command, kwargs))
-        return self.client.run_output
-
-    def list(self, **kwargs):
-        self.client.listed.append(kwargs)
-        return self.client.listing
-
-
-class FakeClient:
-    def __init__(self, **kw) -> None:
-        self.created: list[FakeContainer] = []
-        self.ran: list[tuple] = []
-        self.listed: list[dict] = []
-        self.listing: list = []
-        self.chunks: list[tuple] = []
-        self.report: str | None = "m1-usage 0 0.25 0.05 10240\n"
-        self.wait_errors: list[Exception] = []
-        self.oom_killed = False
-        self.create_error = self.reload_error = self.kill_error = self.remove_error = None
-        self.run_output = b""
-        self.containers = FakeContainers(self)
-        for k, v in kw.items():
-            setattr(self, k, v)
+from tests.fakes.docker import FakeDocker, api_error
 
 
 @pytest.fixture
@@ -150,7 +46,7 @@ def ws(tmp_path) -> Workspace:
     return Workspace(tmp_path / "work", tmp_path / "meta", 880_123, 880_124)
 
 
-def sandbox(client: FakeClient, **kw) -> DockerSandbox:
+def sandbox(client: FakeDocker, **kw) -> DockerSandbox:
     return DockerSandbox("m1-test-image", client=client, **kw)
 
 
@@ -163,7 +59,7 @@ LIMITS = Limits(
 
 
 def test_create_asks_for_every_wall(ws):
-    client = FakeClient()
+    client = FakeDocker()
     sandbox(client, tmpfs={"/testbed": 256}, cpus=1.5).run_in(ws, ["prog", "a b"], stdin=b"in", limits=LIMITS)
     (c,) = client.created
     kw = dict(c.kwargs)
@@ -199,14 +95,14 @@ def test_create_asks_for_every_wall(ws):
 
 @pytest.mark.parametrize(("cpu_s", "soft"), [(0.2, 1), (1.0, 1), (1.01, 2), (7.0, 7)])
 def test_cpu_rlimit_is_whole_seconds_rounded_up_never_zero(ws, cpu_s, soft):
-    client = FakeClient()
+    client = FakeDocker()
     sandbox(client).run_in(ws, ["p"], limits=Limits(cpu_s=cpu_s))
     ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in client.created[0].kwargs["ulimits"]}
     assert ulimits["cpu"] == (soft, soft + 1)  # SIGXCPU at the soft limit, SIGKILL a second later
 
 
 def test_defaults_one_cpu_and_only_tmp(ws):
-    client = FakeClient()
+    client = FakeDocker()
     sb = sandbox(client)
     assert (sb.tmpfs, sb.cpus, sb.image) == ({"/tmp": 64}, 1.0, "m1-test-image")
     sb.run_in(ws, ["p"])
@@ -218,19 +114,19 @@ def test_defaults_one_cpu_and_only_tmp(ws):
 
 
 def test_a_caller_may_resize_tmp(ws):
-    client = FakeClient()
+    client = FakeDocker()
     sandbox(client, tmpfs={"/tmp": 8}).run_in(ws, ["p"])
     assert client.created[0].kwargs["tmpfs"] == {"/tmp": "rw,nosuid,nodev,size=8m"}
 
 
 def test_network_only_when_the_limits_allow_it(ws):
-    client = FakeClient()
+    client = FakeDocker()
     sandbox(client).run_in(ws, ["p"], limits=Limits(network=True))
     assert client.created[0].kwargs["network_mode"] == "bridge"
 
 
 def test_command_runs_the_program_under_gnu_time_with_a_backstop(ws):
-    client = FakeClient()
+    client = FakeDocker()
     sandbox(client).run_in(ws, ["prog", "a b", "$HOME"], stdin=b"the input", limits=LIMITS)
     (c,) = client.created
     cmd = c.command
@@ -262,7 +158,7 @@ def test_command_runs_the_program_under_gnu_time_with_a_backstop(ws):
 
 def test_the_program_sees_argv_and_stdin_through_the_shell(ws, tmp_path):
     """The shell line, run for real: argv reaches the program unchanged and stdin is the file."""
-    client = FakeClient()
+    client = FakeDocker()
     sandbox(client).run_in(ws, ["p"], stdin=b"x")
     cmd = client.created[0].command
     stdin_file = tmp_path / "stdin"
@@ -288,7 +184,7 @@ def test_the_program_sees_argv_and_stdin_through_the_shell(ws, tmp_path):
 
 
 def test_a_run_reports_what_gnu_time_saw(ws):
-    client = FakeClient(chunks=[(b"out1", None), (None, b"err"), (b"out2", b"")])
+    client = FakeDocker(chunks=[(b"out1", None), (None, b"err"), (b"out2", b"")])
     r = sandbox(client).run_in(ws, ["p"])
     assert r.status == "ok", r.describe()
     assert (r.exit_code, r.signal, r.cpu_s, r.max_rss_mb) == (0, None, 0.3, 10.0)
@@ -307,7 +203,7 @@ def test_a_run_reports_what_gnu_time_saw(ws):
 def test_exit_codes_and_runtime_errors(ws):
     # the report file is within the program's reach (it may write anything there): bytes that are not
     # UTF-8 must not crash the reader
-    client = FakeClient(
+    client = FakeDocker(
         report=b"prog: \xff\nCommand exited with non-zero status 3\nm1-usage 3 0.01 0.00 1024\n"
     )
     r = sandbox(client).run_in(ws, ["p"], stdin=b"")
@@ -315,7 +211,7 @@ def test_exit_codes_and_runtime_errors(ws):
 
 
 def test_wall_deadline_kills_and_counts_as_timeout(ws):
-    client = FakeClient(report=None, wait_errors=[requests.exceptions.ReadTimeout()])
+    client = FakeDocker(report=None, wait_errors=[requests.exceptions.ReadTimeout()])
     r = sandbox(client).run_in(ws, ["p"], limits=LIMITS)
     assert (r.status, r.exit_code, r.signal) == ("timeout", None, signal.SIGKILL)
     c = client.created[0]
@@ -328,21 +224,21 @@ def test_wall_deadline_kills_and_counts_as_timeout(ws):
 
 
 def test_a_dropped_connection_at_the_deadline_also_kills(ws):
-    client = FakeClient(report=None, wait_errors=[requests.exceptions.ConnectionError()])
+    client = FakeDocker(report=None, wait_errors=[requests.exceptions.ConnectionError()])
     r = sandbox(client).run_in(ws, ["p"])
     assert r.status == "timeout"
     assert ("kill",) in client.created[0].calls
 
 
 def test_killed_without_a_report_is_sigkill(ws):
-    client = FakeClient(report=None)
+    client = FakeDocker(report=None)
     r = sandbox(client).run_in(ws, ["p"])
     assert (r.status, r.exit_code, r.signal) == ("killed", None, signal.SIGKILL)
     assert r.cpu_s == r.max_rss_mb == 0.0  # no report: no usage to show
 
 
 def test_oom_killed_container_is_a_memory_status(ws):
-    client = FakeClient(report="Command terminated by signal 9\nm1-usage 0 0.01 0.00 1024\n", oom_killed=True)
+    client = FakeDocker(report="Command terminated by signal 9\nm1-usage 0 0.01 0.00 1024\n", oom_killed=True)
     r = sandbox(client).run_in(ws, ["p"])
     assert r.status == "memory"
 
@@ -356,7 +252,7 @@ def test_output_cap_stops_the_container(ws, monkeypatch):
             daemons.append(self.daemon)
 
     monkeypatch.setattr(container.threading, "Thread", Thread)
-    client = FakeClient(chunks=[(b"x" * 60, None), (b"y" * 60, b"e"), (b"z", None)])
+    client = FakeDocker(chunks=[(b"x" * 60, None), (b"y" * 60, b"e"), (b"z", None)])
     r = sandbox(client).run_in(ws, ["p"], limits=LIMITS)
     # the reader and the killer: neither may keep the interpreter from exiting
     assert daemons == [True, True]
@@ -367,7 +263,7 @@ def test_output_cap_stops_the_container(ws, monkeypatch):
 
 
 def test_create_failure_is_a_sandbox_error(ws):
-    client = FakeClient(create_error=docker.errors.ImageNotFound("no such image"))
+    client = FakeDocker(create_error=docker.errors.ImageNotFound("no such image"))
     r = sandbox(client).run_in(ws, ["p"], stdin=b"abc")
     assert r.status == "sandbox_error"
     assert r.stderr.decode().startswith("could not create the container: no such image")
@@ -377,7 +273,7 @@ def test_create_failure_is_a_sandbox_error(ws):
 
 
 def test_engine_failure_mid_run_is_a_sandbox_error_and_cleans_up(ws):
-    client = FakeClient(reload_error=docker.errors.APIError("engine went away"))
+    client = FakeDocker(reload_error=docker.errors.APIError("engine went away"))
     r = sandbox(client).run_in(ws, ["p"], stdin=b"abc")
     assert r.status == "sandbox_error"
     assert r.stderr.decode().startswith("the container failed: engine went away")
@@ -388,7 +284,7 @@ def test_engine_failure_mid_run_is_a_sandbox_error_and_cleans_up(ws):
 
 def test_empty_argv_is_refused(ws):
     with pytest.raises(ValueError) as err:
-        sandbox(FakeClient()).run_in(ws, [])
+        sandbox(FakeDocker()).run_in(ws, [])
     assert str(err.value) == "argv must name a program"
 
 
@@ -396,7 +292,7 @@ def test_empty_argv_is_refused(ws):
 
 
 def test_has_tool_asks_a_networkless_container_once():
-    client = FakeClient(run_output=b"/usr/bin/g++\n")
+    client = FakeDocker(run_output=b"/usr/bin/g++\n")
     sb = sandbox(client)
     assert sb.has_tool("g++") is True
     assert sb.has_tool("g++") is True
@@ -409,7 +305,7 @@ def test_has_tool_asks_a_networkless_container_once():
 
 
 def test_default_image_and_engine(monkeypatch):
-    client = FakeClient()
+    client = FakeDocker()
     asked = []
     monkeypatch.setattr(container, "engine", lambda: client)
     monkeypatch.setattr(container, "ensure_image", lambda c, cpp: asked.append((c, cpp)) or f"img-{cpp}")
@@ -431,27 +327,15 @@ def test_engine_reports_how_to_start_docker(monkeypatch):
 
 
 def test_engine_pings_with_a_timeout(monkeypatch):
-    seen = []
-
-    class Client:
-        def ping(self):
-            seen.append("ping")
-
-    def from_env(**kw):
-        seen.append(kw)
-        return Client()
-
-    monkeypatch.setattr(docker, "from_env", from_env)
-    assert isinstance(container.engine(), Client)
-    assert seen == [{"timeout": 60}, "ping"]
+    client, seen = FakeDocker(), []
+    monkeypatch.setattr(docker, "from_env", lambda **kw: seen.append(kw) or client)
+    assert container.engine() is client
+    assert seen == [{"timeout": 60}] and client.pings == 1
 
 
 def test_ping_failure_is_unavailable(monkeypatch):
-    class Client:
-        def ping(self):
-            raise docker.errors.APIError("503")
-
-    monkeypatch.setattr(docker, "from_env", lambda **kw: Client())
+    client = FakeDocker(ping_error=docker.errors.APIError("503"))
+    monkeypatch.setattr(docker, "from_env", lambda **kw: client)
     with pytest.raises(container.SandboxUnavailable):
         container.engine()
 
@@ -612,7 +496,7 @@ def test_reap_orphans_removes_only_containers_whose_owner_is_gone():
     garbled = Box("garbled", labels={OWNER_LABEL: f"{boot}:abc"})
     unlabelled = Box("unlabelled")
     stuck = Box("stuck", labels={OWNER_LABEL: "x:1"}, remove_error=docker.errors.DockerException("busy"))
-    client = FakeClient(listing=[mine, gone, rebooted, garbled, unlabelled, stuck])
+    client = FakeDocker(listing=[mine, gone, rebooted, garbled, unlabelled, stuck])
     assert reap_orphans(client) == 4
     assert client.listed == [{"all": True, "filters": {"label": OWNER_LABEL}, "ignore_removed": True}]
     assert mine.calls == []
@@ -621,19 +505,6 @@ def test_reap_orphans_removes_only_containers_whose_owner_is_gone():
 
 
 # -- the base image: tagged by its build script's content, built once when missing -------------------------
-
-
-class ImageClient:
-    def __init__(self, have: set[str]) -> None:
-        self.have = have
-        self.asked: list[str] = []
-        self.images = self
-
-    def get(self, tag):
-        self.asked.append(tag)
-        if tag not in self.have:
-            raise docker.errors.ImageNotFound(tag)
-        return object()
 
 
 @pytest.fixture
@@ -668,9 +539,9 @@ def test_image_needs_its_build_script(monkeypatch, tmp_path):
 def test_present_image_is_not_rebuilt(monkeypatch, build_script, tmp_path):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(images.subprocess, "run", lambda *a, **k: pytest.fail("built"))
-    client = ImageClient({images.image_tag(cpp=False)})
+    client = FakeDocker(have={images.image_tag(cpp=False): 0})
     assert images.ensure_image(client, cpp=False) == images.image_tag(cpp=False)
-    assert client.asked == [images.image_tag(cpp=False)]
+    assert client.got == [images.image_tag(cpp=False)]
     assert (tmp_path / "m1-sandbox-image.lock").exists()  # builds are serialised by this lock file
 
 
@@ -683,7 +554,7 @@ def test_missing_image_is_built_by_the_script(monkeypatch, build_script, cpp, fl
         lambda args, **kw: ran.append((args, kw)) or subprocess.CompletedProcess(args, 0, "", ""),
     )
     tag = images.image_tag(cpp=cpp)
-    assert images.ensure_image(ImageClient(set()), cpp=cpp) == tag
+    assert images.ensure_image(FakeDocker(), cpp=cpp) == tag
     assert ran == [(["bash", str(images.BUILD_SCRIPT), tag, *flag], {"capture_output": True, "text": True})]
 
 
@@ -693,12 +564,12 @@ def test_a_failed_image_build_says_why(monkeypatch, build_script):
         images.subprocess, "run", lambda args, **kw: subprocess.CompletedProcess(args, 1, "", err)
     )
     with pytest.raises(container.SandboxUnavailable) as exc:
-        images.ensure_image(ImageClient(set()))
+        images.ensure_image(FakeDocker())
     assert str(exc.value) == f"building the sandbox image {images.image_tag()} failed: {err.strip()[-2000:]}"
 
 
 def test_image_main_prints_the_tag(monkeypatch, build_script, capsys):
-    client = ImageClient(set())
+    client = FakeDocker()
     monkeypatch.setattr(docker, "from_env", lambda: client)
     monkeypatch.setattr(sys, "argv", ["images", "--no-cpp"])
     monkeypatch.setattr(

@@ -40,64 +40,24 @@ from sandboxes.swe_images import (
     git,
     pythonpath,
 )
+from tests.fakes.docker import FakeDocker, FakeImage
 
 PARENT = "m1-sandbox:py-cpp-0123456789ab"
 
 
-class FakeImage:
-    def __init__(self, size: int) -> None:
-        self.attrs = {"Size": size}
-
-
-class FakeImages:
-    def __init__(self, client: FakeClient) -> None:
-        self.client = client
-
-    def get(self, tag):
-        self.client.got.append(tag)
-        if tag not in self.client.have:
-            raise docker.errors.ImageNotFound(tag)
-        return FakeImage(self.client.have[tag])
-
-    def build(self, **kw):
-        fileobj = kw.pop("fileobj")
-        with tarfile.open(fileobj=fileobj) as tar:
-            members = {m.name: m for m in tar.getmembers()}
-            files = {n: tar.extractfile(m).read() for n, m in members.items() if m.isfile()}
-        self.client.builds.append((kw, files, members))
-        if self.client.build_error:
-            raise self.client.build_error
-        self.client.have[kw["tag"]] = self.client.size_of(kw["tag"])
-        return FakeImage(0), []
-
-
-class FakeContainers:
-    def __init__(self, client: FakeClient) -> None:
-        self.client = client
-
-    def run(self, image, command, **kw):
-        self.client.ran.append((image, command, kw))
-        return b"3.11\n"
-
-
-class FakeClient:
-    def __init__(self) -> None:
-        self.have: dict[str, int] = {PARENT: 100_000_000}
-        self.got: list[str] = []
-        self.builds: list = []
-        self.ran: list = []
-        self.build_error = None
-        self.images = FakeImages(self)
-        self.containers = FakeContainers(self)
-
-    @staticmethod
-    def size_of(tag: str) -> int:
-        return {"m1-swe-base": 150_000_000, "m1-swe-env": 400_000_000}.get(tag.split(":")[0], 410_000_000)
+def fake_docker() -> FakeDocker:
+    """An engine that has the parent image; built layers get their usual sizes; Python 3.11 inside."""
+    sizes = {"m1-swe-base": 150_000_000, "m1-swe-env": 400_000_000}
+    return FakeDocker(
+        have={PARENT: 100_000_000},
+        size_of=lambda tag: sizes.get(tag.split(":")[0], 410_000_000),
+        run_output=b"3.11\n",
+    )
 
 
 @pytest.fixture
-def client(monkeypatch) -> FakeClient:
-    fake = FakeClient()
+def client(monkeypatch) -> FakeDocker:
+    fake = fake_docker()
 
     def ensure_image(c, cpp):
         assert c is fake and cpp
@@ -386,7 +346,7 @@ def test_exists(images, client):
 def test_engine_by_default(monkeypatch):
     from sandboxes import container
 
-    fake = FakeClient()
+    fake = fake_docker()
     monkeypatch.setattr(container, "engine", lambda: fake)
     images = SWEImages()
     assert images.client is fake

@@ -32,7 +32,7 @@ from sandboxes.swe_run import (
 from sandboxes.swe_run import (
     TestRun as SWETestRun,
 )
-from tests.sandboxes.test_container_args import FakeClient
+from tests.fakes.docker import FakeDocker
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -281,9 +281,9 @@ def test_test_output_stops_at_the_first_end_marker():
 # -- run_tests through the docker SDK double ----------------------------------------------------------------
 
 
-def recording_client(log: bytes) -> tuple[FakeClient, dict[str, str]]:
+def recording_client(log: bytes) -> tuple[FakeDocker, dict[str, str]]:
     """The docker double, also keeping the work dir's files as the container saw them at its start."""
-    client = FakeClient(chunks=[(log, None)])
+    client = FakeDocker(chunks=[(log, None)])
     seen: dict[str, str] = {}
     create = client.containers.create
 

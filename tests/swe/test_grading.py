@@ -15,6 +15,7 @@ import pytest
 from sandboxes import swe_run
 from sandboxes.limits import RunResult
 from sandboxes.swe_images import InstanceSpec, SWEImages
+from tests.fakes.docker import FakeDocker
 from verifiers.base import ItemError, Reward
 from verifiers.swe import (
     SWEScorer,
@@ -52,16 +53,9 @@ ROW = {
 }  # fmt: skip
 
 
-class NoEngine:
-    """A Docker client that fails the test when anything touches it: the paths tested here must be
-    decided before the engine is needed."""
-
-    def __getattr__(self, name):
-        raise AssertionError(f"the Docker engine was used (.{name})")
-
-
 def offline_scorer(repos_dir: Path) -> SWEScorer:
-    return SWEScorer(repos_dir, images=SWEImages(client=NoEngine()))
+    """A scorer whose engine fails the test at its first use: these paths are decided before it is needed."""
+    return SWEScorer(repos_dir, images=SWEImages(client=FakeDocker(refuse=True)))
 
 
 # -- the task record ---------------------------------------------------------------------------------
@@ -569,7 +563,7 @@ def test_scorer_refuses_unusable_patches_and_empty_test_files(tmp_path):
 @pytest.mark.parametrize("f2p", [["tests/test_m.py::test_fixed"], []])
 @pytest.mark.parametrize("checkout", ["absent", "not a git checkout"])
 def test_scorer_names_a_missing_repository_before_using_the_engine(tmp_path, f2p, checkout):
-    images = SWEImages(client=NoEngine())
+    images = SWEImages(client=FakeDocker(refuse=True))
     scorer = SWEScorer(tmp_path, images=images)
     if checkout == "not a git checkout":
         (tmp_path / "o" / "r").mkdir(parents=True)
@@ -599,7 +593,7 @@ def test_verifier_options_and_defaults(tmp_path):
 @pytest.fixture
 def verifier(tmp_path) -> SWEVerifier:
     verifier = SWEVerifier(repos_dir=str(tmp_path), workers=0)  # 0: still one worker
-    verifier.scorer.images = SWEImages(client=NoEngine())
+    verifier.scorer.images = SWEImages(client=FakeDocker(refuse=True))
     return verifier
 
 

@@ -183,40 +183,14 @@ def test_synthesize_without_repositories_is_a_one_line_error(tmp_path):
 
 def test_statement_rewrite_goes_through_the_endpoint_client():
     """A real OpenAI-compatible server on loopback answers; the rewrite is its reply."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from flows.swe.synthesize import rewrite
+    from tests.fakes.openai import serve
     from verifiers.endpoint import Endpoint
 
-    asked = []
-
-    class Chat(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the http.server hook
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            asked.append(body["messages"][-1]["content"])
-            reply = json.dumps(
-                {
-                    "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": "Issue: f is off by one."}}
-                    ]
-                }
-            )
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(reply.encode())
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        endpoint = Endpoint(url=f"http://127.0.0.1:{server.server_address[1]}/v1", retries=0)
+    with serve(chat=lambda body: ["Issue: f is off by one."]) as (root, server):
+        endpoint = Endpoint(url=f"{root}/v1", retries=0)
         assert rewrite(endpoint, "isodate", "2 tests fail: ...") == "Issue: f is off by one."
-    finally:
-        server.shutdown()
+    asked = [body["messages"][-1]["content"] for body in server.posted]
     assert "isodate" in asked[0] and "2 tests fail" in asked[0] and "Do not guess the cause" in asked[0]
 
 

@@ -6,7 +6,6 @@ import polars as pl
 import pytest
 
 from flows.config import PipelineConfig
-from tests.curate.conftest import openai_server, serve_app  # noqa: F401 - the real loopback OpenAI server
 
 
 def small_config(home, **sections) -> PipelineConfig:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.loopback import DROP, Loopback, Seen, serve
+from tests.fakes.openai import DROP, Loopback, Seen, chat_reply, serve
 from verifiers.endpoint import Endpoint, EndpointError, EndpointUnavailable
 
 
@@ -33,15 +33,6 @@ def server(_running) -> Iterator[tuple[str, Loopback]]:
     owner.done.clear()
     yield root, owner
     owner.done.set()  # a handler still stalled from this test returns now
-
-
-def chat_reply(contents: list[Any]) -> dict:
-    return {
-        "object": "chat.completion",
-        "choices": [
-            {"index": i, "message": {"role": "assistant", "content": c}} for i, c in enumerate(contents)
-        ],
-    }
 
 
 def echo_chat(seen: Seen) -> tuple[int, dict]:

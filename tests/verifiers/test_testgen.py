@@ -1,4 +1,4 @@
-"""Test-suite generation against a real HTTP server on loopback that speaks OpenAI chat completions.
+"""Test-suite generation against the tests' fake OpenAI-compatible server (a real HTTP server on loopback).
 
 No LLM runs here, so the server replies with canned inputs in the exact response format; what is
 under test is the client and, above all, the agreement logic over real sandboxed reference solutions.
@@ -8,57 +8,26 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 
 import pytest
-import uvicorn
-from fastapi import FastAPI, Request
 
+from tests.fakes.openai import serve
 from verifiers.testgen import EndpointError, Solution, generate_suite
 
 PROBLEM = "Given n and then n integers, print the maximum of the integers. 1 <= n <= 10^5, |a_i| <= 10^9."
 INPUTS = ["3\n1 5 2\n", "1\n-7\n", "4\n-1 -2 -3 -4\n", "2\n1000000000 -1000000000\n", "3\n1 5 2\n", "0\n\n"]
 
 
-def _completion(content: str) -> dict:
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": "local-test",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 120, "completion_tokens": 60, "total_tokens": 180},
-    }
+def _chat(body: dict) -> list[str]:
+    if body["model"] == "broken":
+        return ["Sure! Here are some inputs: 1 2 3"]
+    return ["```json\n" + json.dumps({"inputs": INPUTS}) + "\n```"]
 
 
 @pytest.fixture(scope="module")
 def endpoint():
-    app = FastAPI()
-    seen: list[dict] = []
-
-    @app.post("/v1/chat/completions")
-    async def chat(request: Request):
-        body = await request.json()
-        seen.append({"body": body, "auth": request.headers.get("authorization")})
-        if body["model"] == "broken":
-            return _completion("Sure! Here are some inputs: 1 2 3")
-        fenced = "```json\n" + json.dumps({"inputs": INPUTS}) + "\n```"
-        return _completion(fenced)
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/v1", seen
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve(chat=_chat) as (root, server):
+        yield f"{root}/v1", server.seen
 
 
 MAX_A = "n = int(input())\nprint(max(map(int, input().split())))"
@@ -94,8 +63,8 @@ def test_keeps_only_inputs_the_references_agree_on(endpoint):
         "broken_solutions": 0,
     }  # one duplicate
     request = seen[-1]
-    assert request["auth"] == "Bearer secret" and request["body"]["model"] == "local-test"
-    assert request["body"]["messages"][1]["content"].startswith("Problem:\n" + PROBLEM)
+    assert request.headers["authorization"] == "Bearer secret" and request.body["model"] == "local-test"
+    assert request.body["messages"][1]["content"].startswith("Problem:\n" + PROBLEM)
 
 
 def test_agreeing_references_keep_everything_valid(endpoint):

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from sandboxes import Limits
-from tests.loopback import Loopback, serve
+from tests.fakes.openai import Loopback, serve
 from verifiers.endpoint import Endpoint, EndpointError, EndpointUnavailable
 from verifiers.testgen import (
     MAX_INPUT_BYTES,
