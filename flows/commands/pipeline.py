@@ -48,7 +48,10 @@ def run(
     console.print(table)
     for source in result["source_columns"]:
         console.print(
-            f"{source['path']}: columns {describe_mapping(source['mapping'], source['inferred'])}",
+            f"{source['path']}: columns "
+            + describe_mapping(
+                source["mapping"], source["inferred"], source.get("preset"), source.get("detected", False)
+            ),
             highlight=False,
             soft_wrap=True,  # one line per source, whatever the terminal's width
         )

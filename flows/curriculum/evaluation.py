@@ -51,23 +51,25 @@ def eval_sets(
 
 
 def benchmark_sets(data: DataConfig, n_items: int) -> dict[str, list[dict]]:
-    """Benchmarks that carry reference answers, as math items (prompt + reference) to evaluate on."""
+    """Benchmarks that carry reference answers, as items to evaluate on: a benchmark in a preset's
+    schema keeps the domain, task and metadata its preset gives (a HumanEval benchmark is code items with
+    their tests), any other is math (prompt + reference)."""
     from flows.curate.ingest import read_benchmark
 
     out = {}
     for b in data.benchmarks:
-        df = read_benchmark(b.path, b.mapping, label=b.label)
+        df = read_benchmark(b.path, b.mapping, label=b.label, preset=b.preset)
         if "reference" not in df.columns:
             continue  # a contamination-only benchmark
-        rows = df.head(n_items).to_dicts()
+        rows = df.filter(pl.col("reference").is_not_null()).head(n_items).to_dicts()
         out[f"{BENCHMARK}{b.label}"] = [
             {
-                "id": str(r.get("id", i)),
+                "id": str(r.get("id") or i),
                 "domain": str(r.get("domain") or "math"),
-                "task": "",
+                "task": str(r.get("task") or ""),
                 "prompt": str(r["prompt"]),
                 "reference": str(r["reference"]),
-                "metadata": "{}",
+                "metadata": str(r.get("metadata") or "{}"),
             }
             for i, r in enumerate(rows)
         ]
