@@ -1,4 +1,5 @@
-"""Cache keys from content: polars frames, numpy arrays, configs and dataclasses hashed by value.
+"""Cache keys from content for the flows' tasks (flows/runner.py): polars frames, numpy arrays, configs and
+dataclasses hashed by value.
 
 Prefect's INPUTS policy hashes a pickle of each argument, and a polars frame's pickle depends on its
 chunk layout (a filter or concat may split it differently from run to run), so equal shards would miss

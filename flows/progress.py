@@ -4,18 +4,25 @@ adapter (a progress artifact of the flow run, shown in the UI).
 Libraries that take long report ``(done, total)`` in their own units (steps, tasks, rounds) through a plain
 callable and know nothing of either display; the commands and the flows pick the adapter. Every CLI bar has
 the same columns (`bars`), and `training_progress` feeds one bar per training phase from inside the flows
-(through flows.train.step_listener).
+(through `step_listener`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextvars
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
 from rich.console import Console
 
 console = Console()
+
+# The CLI sets this to drive a rich bar per training phase; the training flows (flows/train.py) report each
+# step to it, with the phase and the step's metrics (flow bodies run in the caller's context).
+step_listener: contextvars.ContextVar[Callable[[str, dict[str, float]], None] | None] = (
+    contextvars.ContextVar("step_listener", default=None)
+)
 
 
 class ProgressFn(Protocol):
@@ -60,9 +67,7 @@ def bars(out: Console | None = None, *, transient: bool = False):
 
 @contextmanager
 def training_progress(totals: dict[str, int]) -> Iterator[None]:
-    """A rich progress bar per phase (SFT warm start, each stage), fed by flows.train.step_listener."""
-    from flows.train import step_listener
-
+    """A rich progress bar per phase (SFT warm start, each stage), fed by `step_listener`."""
     phases: dict[str, ProgressFn] = {}
     with bars() as progress:
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import polars as pl
 from prefect import unmapped
 
+from flows.cache import CONTENT
 from flows.config import RunnerConfig
-from flows.curate.cache import CONTENT
 
 CACHED = {"cache_policy": CONTENT, "persist_result": True}
 ROW = "_row"  # a hidden column carrying the global input order through sharded steps

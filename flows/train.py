@@ -7,7 +7,6 @@ The work itself is the stage library in flows/curriculum/ (`run_stage`, `build_b
 
 from __future__ import annotations
 
-import contextvars
 from typing import Any
 
 from prefect import flow, get_run_logger
@@ -15,12 +14,7 @@ from prefect import flow, get_run_logger
 from flows.artifacts import artifact_key
 from flows.config import PipelineConfig
 from flows.curriculum.stage import Metrics, StepCallback
-from flows.progress import ProgressFn, prefect_progress
-
-# The CLI sets this to drive a rich progress bar; the flows pass it on (flow bodies run in the caller's context).
-step_listener: contextvars.ContextVar[StepCallback | None] = contextvars.ContextVar(
-    "step_listener", default=None
-)
+from flows.progress import ProgressFn, prefect_progress, step_listener
 
 DEFAULT_CONFIG = PipelineConfig()  # the flows' parameter default (never mutated)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from sandboxes import prerequisites
+from sandboxes import needs
 from sandboxes.base import Program, Sandbox, SandboxUnavailable
 from sandboxes.languages import LANGUAGES
 from sandboxes.limits import Limits, RunResult, Status
@@ -43,8 +43,8 @@ def get_sandbox(backend: Literal["process", "docker"] = "process") -> Sandbox:
     if _cache_pid != os.getpid():  # a forked worker: never share the parent's engine connections
         _cache.clear()
         _cache_pid = os.getpid()
-    if backend in prerequisites.BACKENDS:  # every use reported, cached or not (sandboxes/prerequisites.py)
-        prerequisites.use(prerequisites.BACKENDS[backend])
+    if backend in needs.BACKENDS:  # every use reported, cached or not (sandboxes/needs.py)
+        needs.use(needs.BACKENDS[backend])
     if backend not in _cache:
         if backend == "process":
             _cache[backend] = ProcessSandbox()

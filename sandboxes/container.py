@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from sandboxes import prerequisites, usage
+from sandboxes import needs, usage
 from sandboxes.base import Sandbox, SandboxUnavailable
 from sandboxes.capture import BoundedOutput
 from sandboxes.classify import classify, sandbox_error
@@ -47,7 +47,7 @@ BACKSTOP_S = 30  # the in-container deadline trails the caller's by this much
 
 def engine():
     """A client of the local Docker engine, or SandboxUnavailable saying how to start it."""
-    prerequisites.use(prerequisites.DOCKER_ENGINE)
+    needs.use(needs.DOCKER_ENGINE)
     return connect()
 
 

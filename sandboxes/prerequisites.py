@@ -4,8 +4,8 @@ machine has it and the one script that installs it.
 Whoever runs code that needs a prerequisite declares it by name (each producer flow of `m1 run` has a
 ``PREREQUISITES`` tuple), so a run can check all of them before it starts: on a bare machine `m1 run` fails
 in its first seconds with the command that installs what is missing, never minutes into the run
-(flows/prerequisites.py). The code paths that need one report each use through `use`; `watch` collects
-those reports, which is how the tests hold every producer to its declaration.
+(flows/prerequisites.py). The code paths that need one report each use (sandboxes/needs.py: `use`, and
+`watch`, which collects those reports and is how the tests hold every producer to its declaration).
 
 A check is a real trial, not a look along PATH: the process sandbox runs ``python3 -c 'import pytest'``
 (bubblewrap, prlimit, GNU time, user namespaces, python3 and pytest at once), the Docker check pings the
@@ -14,15 +14,11 @@ engine and looks for the base image or the debootstrap that builds it.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-PROCESS_SANDBOX = "process-sandbox"
-DOCKER_ENGINE = "docker-engine"
-BACKENDS = {"process": PROCESS_SANDBOX, "docker": DOCKER_ENGINE}  # what each sandbox backend needs
+from sandboxes.needs import DOCKER_ENGINE, PROCESS_SANDBOX
 
 
 @dataclass(frozen=True)
@@ -121,28 +117,3 @@ def missing(names: Iterable[str]) -> dict[str, str]:
 def install_command(names: Iterable[str]) -> str:
     """The one command line that installs these prerequisites."""
     return " && ".join(get(name).command for name in dict.fromkeys(names))
-
-
-_watchers: list[set[str]] = []
-_lock = threading.Lock()
-
-
-def use(name: str) -> None:
-    """Called by a code path just before it needs the prerequisite (the sandboxes' own code does)."""
-    get(name)
-    with _lock:
-        for used in _watchers:
-            used.add(name)
-
-
-@contextlib.contextmanager
-def watch() -> Iterator[set[str]]:
-    """The names of the prerequisites used in this process (any thread) while the block runs."""
-    used: set[str] = set()
-    with _lock:
-        _watchers.append(used)
-    try:
-        yield used
-    finally:
-        with _lock:
-            _watchers.remove(used)

@@ -8,7 +8,7 @@ normalised text (so equal texts meet in one shard); MinHash and embedding dedup 
 whole set. A hidden `_row` column carries the global input order, so "the first row of a cluster wins"
 means the same thing for any number of shards and on any task runner.
 
-Tasks cache on their source code and the content of their inputs (flows/curate/cache.py; files by
+Tasks cache on their source code and the content of their inputs (flows/cache.py; files by
 content hash), with results persisted under M1_HOME/cache: a rerun with the same inputs and
 parameters resumes from cache instead of redoing.
 

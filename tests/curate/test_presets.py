@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.config import BenchmarkConfig, DataConfig
+from flows.config import PRESET_NAMES, BenchmarkConfig, DataConfig
 from flows.curate import flow
 from flows.curate.ingest import load_items, read_benchmark
 from flows.curate.presets import PRESETS
@@ -48,6 +48,7 @@ def items(name: str, **kw) -> list[dict]:
 
 def test_every_preset_has_a_sample_file_and_each_is_detected():
     assert set(FILES.values()) == set(PRESETS)
+    assert tuple(PRESETS) == PRESET_NAMES  # the names the config accepts, in the order its errors list them
     for name, preset in FILES.items():
         got = load_items(DATA / name)
         assert (got.preset, got.detected) == (preset, True), name

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from flows.cache import content_key
 from flows.config import (
     BenchmarkConfig,
     CurateConfig,
@@ -20,7 +21,6 @@ from flows.config import (
     SourceConfig,
 )
 from flows.curate import flow
-from flows.curate.cache import content_key
 from flows.curate.dedup import exact_dedup, minhash_dedup
 from flows.curate.ingest import Ingested, describe_mapping, load_items, read_benchmark
 from flows.curate.minhash import Sketch

@@ -18,7 +18,7 @@ import sandboxes
 from flows.config import PipelineConfig
 from flows.datasets import KIND_SECTIONS, PRODUCERS, producer
 from flows.prerequisites import PrerequisitesMissing, declared, needed
-from sandboxes import prerequisites
+from sandboxes import needs, prerequisites
 from sandboxes.prerequisites import DOCKER_ENGINE, PREREQUISITES, PROCESS_SANDBOX
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,11 +180,11 @@ def test_each_producer_on_a_bare_machine_fails_in_preflight_or_uses_nothing(
 ):
     """What keeps a producer added later honest: run the DAG's start for it alone on a machine without any
     prerequisite. One that declares some must stop in the preflight; one that declares none must run to
-    the end without any code path reporting a use (sandboxes.prerequisites.use) of something undeclared."""
+    the end without any code path reporting a use (sandboxes.needs.use) of something undeclared."""
     from flows.pipeline import preflight
 
     config = only(kind)
-    with prerequisites.watch() as used:
+    with needs.watch() as used:
         if declared(kind):
             with pytest.raises(PrerequisitesMissing):
                 preflight(config)
@@ -206,7 +206,7 @@ def test_the_code_producer_uses_the_process_sandbox_it_declares(prefect_harness)
         pytest.skip(f"no process sandbox here: {why}")
     from flows.tasks.code import code_tasks
 
-    with prerequisites.watch() as used:
+    with needs.watch() as used:
         code_tasks(only("code"))
     assert used == {PROCESS_SANDBOX}
 
@@ -229,3 +229,7 @@ def test_make_run_installs_exactly_what_the_default_dag_checks_before_running_it
     assert set(scripts) == wanted and len(scripts) == len(wanted)
     assert all((ROOT / s).is_file() for s in scripts)
     assert recipe[-1] == "$(M1) run"  # after the installs
+
+
+def test_every_prerequisite_a_sandbox_reports_is_declared_with_its_check():
+    assert tuple(PREREQUISITES) == needs.NAMES and set(needs.BACKENDS.values()) <= set(PREREQUISITES)
