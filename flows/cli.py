@@ -49,11 +49,11 @@ app.add_typer(logic.app, name="logic", help="SynLogic-style logic tasks: list, g
 app.add_typer(
     tasks.app, name="tasks", help="Task datasets of a run: logic puzzles, code problems with tests."
 )
-app.add_typer(model.app, name="model", help="The bundled hybrid model: init, export, probes.")
+app.add_typer(model.app, name="model", help="The bundled hybrid model: init, probe-precision.")
 app.add_typer(train.app, name="train", help="Curriculum stages of CISPO training; rerun one stage alone.")
 app.add_typer(experiment.app, name="experiment", help="The paper's claims measured in miniature: algorithms.")
 app.add_typer(serve.app, name="serve", help="HTTP services: the reward service, the model.")
-app.add_typer(swe.app, name="swe", help="SWE tasks: repositories, images, synthesis, validation, evaluation.")
+app.add_typer(swe.app, name="swe", help="SWE tasks: repos, images, synthesize, validate, evaluate.")
 app.add_typer(
     genrm.app,
     name="genrm",

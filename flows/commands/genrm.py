@@ -19,7 +19,8 @@ ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="Pipeline config (its [genrm] section).")
 ]
 SetOpt = Annotated[
-    list[str] | None, typer.Option("--set", help="Override a config field, e.g. genrm.judge_steps=300.")
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a config field, e.g. genrm.judge_steps=300 (repeatable)."),
 ]
 
 

@@ -1,11 +1,15 @@
-"""CLI habits that hold across commands: `-s` wherever `--set` is, JSON for scripts, the store listed."""
+"""CLI habits that hold across commands: `-s` wherever `--set` is (read by each command's parser), JSON for
+scripts, the store listed, `m1 --help` naming only commands that exist."""
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import polars as pl
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from flows.cli import app
@@ -13,27 +17,73 @@ from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore, StepCount
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def invoke(*args: str):
     return runner.invoke(app, list(args), terminal_width=200)
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ["run"],
-        ["curate", "run"],
-        ["train", "stage", "x"],
-        ["train", "curriculum"],
-        ["train", "list-stages"],
-        ["model", "init"],
-    ],
-)
-def test_every_set_option_has_the_short_form(command):
-    out = invoke(*command, "--help")
-    assert out.exit_code == 0
-    assert "-s" in out.output and "--set" in out.output
+def _commands(command, path: tuple[str, ...] = ()):
+    """(path, command) for every command of the CLI, walking typer's click groups."""
+    subcommands = getattr(command, "commands", None)
+    if subcommands is None:
+        yield " ".join(path), command
+    for name, sub in (subcommands or {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+SET_COMMANDS = [
+    (path, command)
+    for path, command in _commands(typer.main.get_command(app))
+    if any("--set" in getattr(p, "opts", ()) for p in command.params)
+]
+
+
+def test_the_commands_with_set_are_all_found():
+    found = {path for path, _ in SET_COMMANDS}
+    assert {"run", "curate run", "train stage", "model init", "genrm general", "genrm train-judge"} <= found
+
+
+@pytest.mark.parametrize(("path", "command"), SET_COMMANDS, ids=[path for path, _ in SET_COMMANDS])
+def test_every_set_option_has_the_short_form(path, command):
+    """The command's own parser reads ``-s`` as ``--set`` (repeatable), whatever its other parameters."""
+    (option,) = [p for p in command.params if "--set" in getattr(p, "opts", ())]
+    parser = command.make_parser(command.context_class(command, info_name=path))
+    values, _, _ = parser.parse_args(["-s", "a.b=1", "--set", "c=2"])
+    assert values[option.name] == ["a.b=1", "c=2"]
+
+
+GROUPS = {
+    name: group for name, group in typer.main.get_command(app).commands.items() if hasattr(group, "commands")
+}
+
+
+def test_a_group_help_that_lists_commands_names_only_real_ones():
+    """`m1 --help` shows each group's help: where it lists single words after a colon, they are the group's
+    commands (`model: init, export, ...` once listed a command that does not exist)."""
+    listed = {}
+    for name, group in GROUPS.items():
+        _, colon, tail = group.help.splitlines()[0].rpartition(": ")
+        words = [w.strip(" .") for w in tail.split(",")]
+        if colon and all(re.fullmatch(r"[a-z][a-z-]*", w) for w in words):
+            listed[name] = set(words)
+    assert {"model", "logic", "swe", "experiment"} <= set(listed)
+    assert {name: words - set(GROUPS[name].commands) for name, words in listed.items()} == dict.fromkeys(
+        listed, set()
+    )
+
+
+def test_the_readmes_name_only_commands_that_exist():
+    docs = [ROOT / "README.md", *ROOT.glob("*/README.md"), *ROOT.glob("*/*/README.md")]
+    named = {
+        (doc.relative_to(ROOT).as_posix(), group, command)
+        for doc in docs
+        for group, command in re.findall(r"\bm1 ([a-z][a-z-]*) ([a-z][a-z-]*)", doc.read_text())
+        if group in GROUPS
+    }
+    assert named, "no `m1 <group> <command>` found in the READMEs"
+    assert {n for n in named if n[2] not in GROUPS[n[1]].commands} == set()
 
 
 def test_short_set_reaches_the_config():
