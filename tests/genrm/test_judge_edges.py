@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.genrm.scripted import blocks
 from tests.fakes.openai import Loopback, serve
+from tests.genrm.scripted import blocks
 from verifiers.base import Reward
 from verifiers.endpoint import Endpoint
 from verifiers.genrm.grade import GradeJudge
