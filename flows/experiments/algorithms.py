@@ -36,10 +36,13 @@ def size_for(
     steps: int | None = None,
     workers: int | None = None,
     eval_every: int | None = None,
+    prompts: int | None = None,
+    updates: int | None = None,
 ) -> Size:
     size = QUICK if quick else FULL
     given = (("seeds", seeds), ("steps", steps), ("workers", workers), ("eval_every", eval_every))
-    return replace(size, **{k: v for k, v in given if v})
+    train = {k: v for k, v in (("prompts_per_step", prompts), ("updates_per_batch", updates)) if v}
+    return replace(size, **{k: v for k, v in given if v}, train={**size.train, **train})
 
 
 def run_experiment(
@@ -67,6 +70,7 @@ def run_experiment(
         n_math=size.n_math,
         logic_per_task=size.logic_per_task,
         heldout_fraction=size.heldout_fraction,
+        max_difficulty=size.max_difficulty,
     )
     cache = (Path(home) if home else m1_home()) / "experiments" / "algorithms"
     progress.phase(f"SFT warm start ({size.base().sft_steps} steps, shared by every run; cached)")

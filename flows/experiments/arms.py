@@ -33,7 +33,6 @@ from typing import Any, Literal
 
 from flows.config import TrainConfig
 
-UPDATES_PER_BATCH = 16  # the paper's off-policy updates per generation batch (section 3.1)
 BASELINE = "dapo"  # "steps to reach" is measured against DAPO's final held-out accuracy (the paper's claim)
 
 
@@ -122,6 +121,7 @@ class Size:
     workers: int  # runs in parallel, one torch thread each
     train: Mapping[str, Any]
     late_from: float = 2 / 3  # share of the steps after which an arm's `late` settings apply
+    max_difficulty: float | None = None  # keep items up to this metadata.difficulty
 
     def base(self) -> TrainConfig:
         return TrainConfig.model_validate(TrainConfig().model_dump() | dict(self.train))
@@ -143,21 +143,25 @@ class Size:
         )
 
 
+# Sized by the ladder in flows/experiments/README.md: enough distinct items that the warm start learns
+# rather than memorises, a warm start past the point where copying a stated number appears (~1000 SFT
+# steps at width 64), the difficulty band the model can reach, and minibatches of 4 groups per update.
 FULL = Size(
-    n_math=400,
-    logic_per_task=60,
-    heldout_fraction=0.3,
+    n_math=3000,
+    logic_per_task=300,
+    heldout_fraction=0.1,
     vocab_size=512,
-    steps=30,
+    steps=40,
     seeds=3,
     eval_every=5,
     workers=2,
+    max_difficulty=3,
     train=dict(
         {
-            "sft_steps": 400,
+            "sft_steps": 1500,
             "prompts_per_step": 16,
             "group_size": 8,
-            "updates_per_batch": UPDATES_PER_BATCH,
+            "updates_per_batch": 4,
             "max_new_tokens": 16,
         }
     ),

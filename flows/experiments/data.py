@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from flows.curriculum.mixture import heldout_mask
+from flows.curriculum.mixture import difficulties, heldout_mask
 from flows.datasets import CURATED, SYNLOGIC, dataset_name
 from flows.schema import validate_items
 from flows.store import DatasetStore
@@ -83,6 +83,7 @@ def load_items(
     n_math: int,
     logic_per_task: int,
     heldout_fraction: float,
+    max_difficulty: float | None = None,
     seed: int = 0,
 ) -> Items:
     """The store's `{run}-curated` + `{run}-synlogic` when both exist, else freshly generated items.
@@ -102,6 +103,10 @@ def load_items(
         )
     columns = ["id", "source", "domain", "task", "prompt", "reference", "metadata"]
     df = pl.concat([math.select(columns), logic.select(columns)], how="vertical_relaxed")
+    if max_difficulty is not None:  # the band the model can learn; items without a difficulty stay
+        level = pl.Series(difficulties(df), dtype=pl.Float64)
+        df = df.filter(level.is_null() | (level <= max_difficulty))
+        source += f"; difficulty <= {max_difficulty:g}"
     # The pipeline's own split (as every stage's): the same item is held out whatever else is present.
     held = heldout_mask(df["id"], heldout_fraction)
     return Items(

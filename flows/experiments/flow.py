@@ -18,6 +18,8 @@ def algorithms_flow(
     steps: int = 0,
     arms: str | None = None,
     eval_every: int = 0,
+    prompts: int = 0,
+    updates: int = 0,
 ) -> str:
     """SFT continued, RFT, GRPO, DAPO, CISPO (+ section 5 options) from one warm start, on held-out
     accuracy: writes OUTPUT/{steps.csv,summary.json,summary.md,heldout.png,reward.png}."""
@@ -35,7 +37,14 @@ def algorithms_flow(
             "run %d/%d done: %s seed %d, %.0f s", done, total, result.arm, result.seed, result.seconds
         )
 
-    size = size_for(quick, seeds=seeds or None, steps=steps or None, eval_every=eval_every or None)
+    size = size_for(
+        quick,
+        seeds=seeds or None,
+        steps=steps or None,
+        eval_every=eval_every or None,
+        prompts=prompts or None,
+        updates=updates or None,
+    )
     text = run_experiment(
         Path(output),
         size,

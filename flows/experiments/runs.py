@@ -65,7 +65,7 @@ def tiny_policy(items: Sequence[Row], vocab_size: int):
 def warm_start_key(items: Sequence[Row], size: Size) -> str:
     t = size.base()
     h = hashlib.sha256()
-    h.update(json.dumps([r["id"] for r in items]).encode())
+    h.update(json.dumps([[r["id"], r["prompt"], r["reference"]] for r in items]).encode())  # content, not ids
     h.update(json.dumps([size.vocab_size, t.sft_steps, t.batch_size, t.sft_lr, t.seed]).encode())
     return h.hexdigest()[:16]
 
