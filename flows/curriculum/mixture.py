@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
 import polars as pl
 
@@ -109,6 +111,16 @@ def difficulties(df: pl.DataFrame) -> list[float | None]:
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
     return [one(m) for m in df["metadata"]]
+
+
+def dynamic_mixture(stage: Stage, items: Sequence[Mapping[str, Any]], levels: Sequence[float | None]):
+    """The stage's dynamic-mixture step hook (m1model.rl.mixture_weights) over the pool's items, which
+    carry their mixture key; ``levels`` are their difficulties (`difficulties`)."""
+    # here, not at the top: m1model imports torch, which the commands that only read a curriculum's data skip
+    from m1model.rl.mixture_weights import DynamicMixture, MixtureSettings
+
+    settings = MixtureSettings(**{f.name: getattr(stage, f.name) for f in fields(MixtureSettings)})
+    return DynamicMixture(settings, [item[KEY] for item in items], levels)
 
 
 def difficulty_band(df: pl.DataFrame, stage: Stage) -> tuple[pl.DataFrame, list[str]]:

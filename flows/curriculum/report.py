@@ -1,9 +1,9 @@
-"""A stage's report: the per-step metrics as a Prefect table, reward/loss/length curves as a PNG under
-M1_HOME, and a markdown summary that embeds the plot."""
+"""A stage's report: the per-step metrics as a Prefect table, reward/loss/length curves, mixture weights and
+the length-bias monitor as PNGs under M1_HOME, and a markdown summary that embeds the plots."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from flows.artifacts import embed_png
@@ -45,11 +45,11 @@ def metrics_table(history: Sequence[dict[str, float]]) -> list[dict[str, float |
     return [{k: (round(h[k], 4) if k in h else None) for k in keys} for h in history]
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig, path: Path, dpi: int = 90) -> Path:
     import matplotlib.pyplot as plt
 
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=90)
+        fig.savefig(tmp, format="png", dpi=dpi)
     plt.close(fig)
     return path
 
@@ -127,6 +127,44 @@ def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str) -> 
     fig.suptitle(title)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_length_bias(history: Sequence[Mapping[str, float]], path, title: str = "length bias"):
+    """The length-bias monitor's metrics (m1model.rl.length_bias), per domain: mean length and success per
+    step (twin axes), and the reward-length correlation, with alarm steps marked. Returns the PNG path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    domains = sorted({k.split("/")[1] for h in history for k in h if k.startswith("length_bias/")})
+    fig, axes = plt.subplots(len(domains) or 1, 2, figsize=(10, 3.2 * max(len(domains), 1)), squeeze=False)
+    for row, domain in zip(axes, domains, strict=False):
+        p = f"length_bias/{domain}"
+        steps = [h.get("step", i + 1) for i, h in enumerate(history) if f"{p}/length" in h]
+        rows = [h for h in history if f"{p}/length" in h]
+        ax = row[0]
+        ax.plot(steps, [h[f"{p}/length"] for h in rows], marker="o", ms=3, color="tab:blue", label="length")
+        ax.set_ylabel("mean length (tokens)", color="tab:blue")
+        ax2 = ax.twinx()
+        ax2.plot(
+            steps, [h.get(f"{p}/success", float("nan")) for h in rows], marker="s", ms=3, color="tab:green"
+        )
+        ax2.set_ylabel("success (rule-verified)", color="tab:green")
+        ax2.set_ylim(-0.05, 1.05)
+        for s, h in zip(steps, rows, strict=True):
+            if h.get(f"{p}/alarm"):
+                ax.axvline(s, color="tab:red", alpha=0.3)
+        ax.set_title(f"{domain}: length vs success (red: alarm)", fontsize=10)
+        ax.set_xlabel("RL step")
+        row[1].plot(steps, [h[f"{p}/corr"] for h in rows], marker="o", ms=3, color="tab:purple")
+        row[1].axhline(0, color="gray", lw=0.5)
+        row[1].set_ylim(-1.05, 1.05)
+        row[1].set_title(f"{domain}: Spearman(reward, length)", fontsize=10)
+        row[1].set_xlabel("RL step")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path, dpi=100)
 
 
 def stage_markdown(summary: dict, history: Sequence[dict[str, float]]) -> str:

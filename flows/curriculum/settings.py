@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from flows.config import TrainConfig
+from flows.config import LengthBiasConfig, TrainConfig
 from flows.curriculum import Curriculum, Stage
 from flows.errors import ConfigError
 
@@ -28,6 +28,13 @@ def stage_train_config(base: TrainConfig, stage: Stage, curriculum: Curriculum) 
             f"curriculum {curriculum.name}, stage {stage.name}: overrides."  # the stage's or the curriculum's
             f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
         ) from None
+
+
+def length_bias_settings(section: LengthBiasConfig):
+    """`train.length_bias` as the length-bias hook's settings (m1model.rl.length_bias)."""
+    from m1model.rl.length_bias import LengthBiasSettings
+
+    return LengthBiasSettings(**section.model_dump())
 
 
 def sft_config(tc: TrainConfig, tokenizer):

@@ -38,13 +38,12 @@ from flows.curriculum.base import build_base
 from flows.curriculum.evaluation import benchmark_sets, eval_sets, overfitting, validate
 from flows.curriculum.fingerprint import base_fingerprint, checkpoint_id, recorded, stage_fingerprint
 from flows.curriculum.layout import StagePaths, stage_paths
-from flows.curriculum.mixture import CurriculumData, difficulties, load_data, stage_items
+from flows.curriculum.mixture import CurriculumData, difficulties, dynamic_mixture, load_data, stage_items
 from flows.curriculum.prompts import encode_prompt
-from flows.curriculum.report import plot_curves, plot_weights
+from flows.curriculum.report import plot_curves, plot_length_bias, plot_weights
 from flows.curriculum.rewards import make_reward_fn, resolve_verifiers, verifier_options
-from flows.curriculum.settings import rl_config, stage_train_config
+from flows.curriculum.settings import length_bias_settings, rl_config, stage_train_config
 from flows.curriculum.step_log import SampleLog, tensorboard_writer, write_scalars
-from flows.curriculum.weights import DynamicMixture
 from flows.datasets import GENERAL, produced
 from flows.errors import ConfigError, InputError
 from flows.store import DatasetStore
@@ -378,18 +377,18 @@ class StageRun:
         return self.validate() if every and int(metrics["step"]) % every == 0 else {}
 
     def trainer(self, items_df, weights):
-        from flows.curriculum.length_bias import LengthBias
         from flows.genrm.labels import rule_success
+        from m1model.rl.length_bias import LengthBias
         from m1model.rl.rollout import PromptPool
         from m1model.rl.trainer import RLTrainer
 
         rows = items_df.to_dicts()
         reward_fn = self.reward_fn({r["domain"] for r in rows})
-        hooks: list = [DynamicMixture(self.stage, rows, difficulties(items_df))]
+        hooks: list = [dynamic_mixture(self.stage, rows, difficulties(items_df))]
         lb = self.tc.length_bias
         if lb.enabled and set(lb.domains) & {r["domain"] for r in rows}:
             self.length_bias = LengthBias(
-                lb,
+                length_bias_settings(lb),
                 decode=lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True),
                 encode=lambda text: self.tokenizer.encode(text, add_special_tokens=False),
                 success=rule_success,
@@ -425,7 +424,7 @@ class StageRun:
     def train(self, trainer, on_step: StepCallback | None) -> list[Metrics]:
         """The stage's RL steps (to its budget, or until the length-bias alarm stops it), then a
         checkpoint of the last step."""
-        from flows.curriculum.length_bias import LengthSeeking
+        from m1model.rl.length_bias import LengthSeeking
 
         main = self.ctx.is_main
         writer = (
@@ -451,8 +450,6 @@ class StageRun:
         return trainer.history
 
     def plots(self, history: list[Metrics]) -> list[str]:
-        from flows.curriculum.length_bias import plot_length_bias
-
         if not history:
             return []
         title, root = f"{self.curriculum.name} / {self.stage.name}", self.paths.root

@@ -247,7 +247,7 @@ def labelled_set(n_math: int, n_logic: int, n_general: int, seed: int) -> list[L
 
 def rule_success(items: Sequence[Mapping[str, Any]], texts: Sequence[str]) -> list[float | None]:
     """Rule-verified success (a correct final answer: grade >= 4) where a rule can tell, else None:
-    the length-bias monitor's success signal (flows/curriculum/length_bias.py)."""
+    the length-bias monitor's success signal (m1model/rl/length_bias.py)."""
     out: list[float | None] = []
     for item, text in zip(items, texts, strict=True):
         try:

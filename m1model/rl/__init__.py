@@ -4,6 +4,8 @@
     advantages              group-relative advantages (Eq. 2), dynamic sampling, overlong shaping
     rollout.PromptPool      prompts + items + mixture weights; `collate` pads rollouts for the losses
     trainer.RLTrainer       generate -> reward -> advantages -> off-policy minibatch updates; resumable
+    mixture_weights         step hook: dynamic mixture weights and rising difficulty (sections 4.3, 5)
+    length_bias             step hook and reward wrapper: length-bias monitor and shaping (section 4.2.2)
     sft.sft_warm_start      supervised warm start, loss on answer tokens only
     optim.paper_adamw       AdamW(0.9, 0.95, eps=1e-15) as in section 3.2
 

@@ -9,14 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from flows.curriculum.length_bias import (
-    LengthBias,
-    LengthBiasConfig,
-    LengthSeeking,
-    plot_length_bias,
-    slope,
-    spearman,
-)
+from flows.config import LengthBiasConfig
+from flows.curriculum.report import plot_length_bias
+from flows.curriculum.settings import length_bias_settings
+from m1model.rl.length_bias import LengthBias, LengthSeeking, slope, spearman
 from tests.genrm.scripted import prefers_longer, scripted_judge
 
 ITEM = {"domain": "general", "reference": "one two three four", "prompt": "say it"}
@@ -27,7 +23,7 @@ def _words(ids):
 
 
 def test_shaping_penalises_only_past_slack_times_the_reference():
-    cfg = LengthBiasConfig(shaping=True, shaping_coef=0.5, shaping_slack=1.5)
+    cfg = length_bias_settings(LengthBiasConfig(shaping=True, shaping_coef=0.5, shaping_slack=1.5))
     lb = LengthBias(cfg, encode=lambda s: s.split())  # the reference is 4 tokens: 6 are free
     fn = lb.wrap(lambda items, responses: [1.0] * len(items))
     out = fn([ITEM] * 4, [[1] * 3, [1] * 6, [1] * 9, [1] * 30])
@@ -37,7 +33,7 @@ def test_shaping_penalises_only_past_slack_times_the_reference():
 
 
 def test_group_normalisation_then_clipping():
-    cfg = LengthBiasConfig(group_normalize=True, clip_min=-1.0, clip_max=1.0)
+    cfg = length_bias_settings(LengthBiasConfig(group_normalize=True, clip_min=-1.0, clip_max=1.0))
     fn = LengthBias(cfg).wrap(lambda items, responses: [0.0, 0.0, 0.0, 4.0, 1.0, 2.0])
     a, b = dict(ITEM), dict(ITEM)
     out = fn([a] * 4 + [b] * 2, [[1]] * 6)
@@ -53,7 +49,7 @@ class _Trainer:  # what the hook reads: the step counter and the pool
 
 def test_alarm_fires_when_length_grows_without_success_and_stop_raises():
     lb = LengthBias(
-        LengthBiasConfig(window=3, on_alarm="stop"),
+        length_bias_settings(LengthBiasConfig(window=3, on_alarm="stop")),
         decode=_words,
         success=lambda items, texts: [0.0] * len(items),
     )
@@ -70,7 +66,9 @@ def test_alarm_fires_when_length_grows_without_success_and_stop_raises():
 
 def test_no_alarm_when_success_grows_with_length():
     lb = LengthBias(
-        LengthBiasConfig(window=3), decode=_words, success=lambda items, texts: [len(t) > 20 for t in texts]
+        length_bias_settings(LengthBiasConfig(window=3)),
+        decode=_words,
+        success=lambda items, texts: [len(t) > 20 for t in texts],
     )
     fn, trainer = lb.wrap(lambda items, responses: [len(r) / 10 for r in responses]), _Trainer()
     for step in range(5):
@@ -133,7 +131,10 @@ def _stage(url: str, cfg: LengthBiasConfig, seed: int = 0, prompts_per_step: int
     judge = PairJudge(url=url, constraint_weight=0.0, concurrency=8)
     decode = lambda ids: tok.decode(ids, skip_special_tokens=True)  # noqa: E731
     lb = LengthBias(
-        cfg, decode=decode, encode=lambda s: tok.encode(s, add_special_tokens=False), success=rule_success
+        length_bias_settings(cfg),
+        decode=decode,
+        encode=lambda s: tok.encode(s, add_special_tokens=False),
+        success=rule_success,
     )
     trainer = RLTrainer(
         model,

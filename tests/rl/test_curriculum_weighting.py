@@ -10,7 +10,8 @@ import torch
 
 from flows.curriculum import Stage, load_curriculum
 from flows.curriculum.evaluation import overfitting
-from flows.curriculum.weights import DynamicMixture, learnability
+from flows.curriculum.mixture import dynamic_mixture
+from m1model.rl.mixture_weights import learnability
 from m1model.rl.rollout import Group, PromptPool, RolloutBatch
 
 MIXTURE = {"math": 0.5, "logic": 0.3, "code": 0.2}
@@ -40,7 +41,7 @@ def batch_with(rewards_by_index: dict[int, list[float]]) -> RolloutBatch:
 def test_weights_follow_pass_rates_within_the_configured_bounds():
     stage = Stage(name="s", mixture=MIXTURE, steps=5, max_new_tokens=8, weight_floor=0.2, pass_rate_steps=2)
     items = make_items({"math": [None] * 4, "logic": [None] * 2, "code": [None] * 2})
-    hook, trainer = DynamicMixture(stage, items, [None] * 8), FakeTrainer(8)
+    hook, trainer = dynamic_mixture(stage, items, [None] * 8), FakeTrainer(8)
     # math always solved, logic half solved, code not sampled yet
     m = hook(trainer, batch_with({0: [1.0, 1.0], 1: [1.0, 1.0], 4: [1.0, 0.0], 5: [0.0, 1.0]}))
     assert m["pass/math"] == 1.0 and m["pass/logic"] == 0.5 and "pass/code" not in m
@@ -62,7 +63,7 @@ def test_weights_follow_pass_rates_within_the_configured_bounds():
 
 def test_static_weights_when_switched_off():
     stage = Stage(name="s", mixture=MIXTURE, steps=1, max_new_tokens=8, dynamic_weights=False)
-    hook = DynamicMixture(stage, make_items({"math": [None], "logic": [None], "code": [None]}), [None] * 3)
+    hook = dynamic_mixture(stage, make_items({"math": [None], "logic": [None], "code": [None]}), [None] * 3)
     hook(FakeTrainer(3), batch_with({0: [1.0, 1.0]}))
     assert hook.key_weights() == MIXTURE
 
@@ -77,7 +78,7 @@ def test_difficulty_rises_when_a_key_is_solved():
         pass_rate_steps=2,
     )
     levels = [1, 1, 2, 2, 3]
-    hook, trainer = DynamicMixture(stage, make_items({"logic": levels}), levels), FakeTrainer(5)
+    hook, trainer = dynamic_mixture(stage, make_items({"logic": levels}), levels), FakeTrainer(5)
     hook(trainer, batch_with({0: [1.0, 1.0]}))
     assert hook.min_level["logic"] is None  # one step is not yet a recent pass rate
     m = hook(trainer, batch_with({1: [1.0, 1.0]}))
@@ -93,7 +94,7 @@ def test_difficulty_rises_when_a_key_is_solved():
         hook(trainer, batch_with({4: [1.0, 1.0]}))
     assert hook.min_level["logic"] == 3  # no harder level left
     state = hook.state_dict()
-    again = DynamicMixture(stage, make_items({"logic": levels}), levels)
+    again = dynamic_mixture(stage, make_items({"logic": levels}), levels)
     again.load_state_dict(state)
     assert again.item_weights() == hook.item_weights()
 

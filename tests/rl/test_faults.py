@@ -136,7 +136,7 @@ def test_resume_restores_everything_sampling_depends_on(tmp_path, new_tiny_model
     """RNG, window, the dynamic mixture's state and the pool weights it set: a run resumed between steps
     samples exactly what an uninterrupted one samples."""
     from flows.curriculum import Stage
-    from flows.curriculum.mixture import KEY
+    from flows.curriculum.mixture import KEY, dynamic_mixture
     from m1model import Engine
     from m1model.rl.rollout import PromptPool
     from m1model.rl.trainer import RLConfig, RLTrainer
@@ -148,13 +148,11 @@ def test_resume_restores_everything_sampling_depends_on(tmp_path, new_tiny_model
         return [float(it[KEY] == "math/add" and 7 in r) for it, r in zip(batch_items, responses, strict=True)]
 
     def trainer(model, checkpoint_dir=None):
-        from flows.curriculum.weights import DynamicMixture
-
         pool = PromptPool([[1 + i % 5, 10 + i % 7, 2] for i in range(12)], items, [1.0] * 12)
         cfg = RLConfig(
             group_size=4, prompts_per_step=4, lr=2e-2, max_new_tokens=5, seed=3, micro_batch_size=8
         )
-        hooks = [DynamicMixture(stage, items, [None] * 12)]
+        hooks = [dynamic_mixture(stage, items, [None] * 12)]
         return RLTrainer(
             model, Engine(model), reward, pool, cfg, checkpoint_dir=checkpoint_dir, step_hooks=hooks
         )

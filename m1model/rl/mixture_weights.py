@@ -16,18 +16,30 @@ key's pass-rate history starts afresh at the harder level.
 
 The hook's state (recent pass rates, levels) is saved in the trainer's checkpoints, so a resumed stage
 samples exactly as an uninterrupted one.
+
+The settings are a curriculum stage's (`flows.curriculum.Stage`, which documents each field);
+`flows.curriculum.mixture.dynamic_mixture` builds the hook from a stage and its items.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from flows.curriculum import Stage
-from flows.curriculum.mixture import KEY
+
+@dataclass(frozen=True, kw_only=True)
+class MixtureSettings:
+    """Named as the curriculum stage's fields, which the stage passes on by name."""
+
+    mixture: Mapping[str, float]  # mixture key -> configured weight w_k
+    dynamic_weights: bool  # False: every key keeps w_k (difficulty may still rise)
+    weight_floor: float
+    pass_rate_steps: int
+    raise_difficulty_above: float | None
 
 
 def learnability(p: float) -> float:
@@ -36,12 +48,15 @@ def learnability(p: float) -> float:
 
 
 class DynamicMixture:
-    def __init__(self, stage: Stage, items: Sequence[Mapping[str, Any]], levels: Sequence[float | None]):
-        self.stage = stage
-        self.keys = [str(item[KEY]) for item in items]
+    """The step hook. ``keys[i]`` and ``levels[i]`` are the mixture key and difficulty (None: unknown) of
+    the pool's item i."""
+
+    def __init__(self, settings: MixtureSettings, keys: Sequence[str], levels: Sequence[float | None]):
+        self.settings = settings
+        self.keys = [str(key) for key in keys]
         self.levels = list(levels)
-        self.recent: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=stage.pass_rate_steps))
-        self.min_level: dict[str, float | None] = {k: None for k in stage.mixture}
+        self.recent: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=settings.pass_rate_steps))
+        self.min_level: dict[str, float | None] = {k: None for k in settings.mixture}
         self.domain_scale: dict[str, float] = {}  # lowered by the length-bias alarm (lower_weight)
 
     # -- the hook --------------------------------------------------------------------------------------
@@ -70,10 +85,10 @@ class DynamicMixture:
         return float(np.mean(recent)) if recent else None
 
     def key_weights(self) -> dict[str, float]:
-        floor = self.stage.weight_floor
+        floor = self.settings.weight_floor
         out = {}
-        for key, w in self.stage.mixture.items():
-            p = self.pass_rate(key) if self.stage.dynamic_weights else None
+        for key, w in self.settings.mixture.items():
+            p = self.pass_rate(key) if self.settings.dynamic_weights else None
             out[key] = w if p is None else w * (floor + (1.0 - floor) * learnability(p))
             out[key] *= self.domain_scale.get(key.split("/")[0], 1.0)
         return out
@@ -94,12 +109,12 @@ class DynamicMixture:
         return [share[k] / counts[k] if self.active(i) else 0.0 for i, k in enumerate(self.keys)]
 
     def _maybe_raise_levels(self) -> None:
-        threshold = self.stage.raise_difficulty_above
+        threshold = self.settings.raise_difficulty_above
         if threshold is None:
             return
-        for key in self.stage.mixture:
+        for key in self.settings.mixture:
             recent = self.recent[key]
-            if len(recent) < self.stage.pass_rate_steps or float(np.mean(recent)) <= threshold:
+            if len(recent) < self.settings.pass_rate_steps or float(np.mean(recent)) <= threshold:
                 continue
             present = sorted(
                 {lv for k, lv in zip(self.keys, self.levels, strict=True) if k == key and lv is not None}

@@ -4,11 +4,11 @@ M1 (section 4.2.2): offline GenRM debiasing did not stop length bias during RL, 
 "length seeking" (responses growing while task success does not) and corrects the reward. Both halves
 live in one `LengthBias` object, wired into a stage in two places:
 
-    lb = LengthBias(config, decode=tokenizer.decode, encode=..., success=...)
+    lb = LengthBias(settings, decode=tokenizer.decode, encode=..., success=...)
     trainer = RLTrainer(..., reward_fn=lb.wrap(reward_fn), step_hooks=[lb.hook])
 
 `wrap` sees every scored response (every dynamic-sampling round) and applies, in this order, to the
-domains scored by a judge (``config.domains``):
+domains scored by a judge (``settings.domains``):
 
 1. length-normalised shaping past the reference's length (L tokens, reference R tokens, slack s, coef c):
        r <- r - c * min(1, max(0, L - s R) / (s R))
@@ -37,16 +37,37 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
-
-from flows.config import LengthBiasConfig
 
 RewardFn = Callable[[Sequence[Mapping[str, Any]], Sequence[Sequence[int]]], Sequence[float]]
 # success(items, texts) -> per response: 1.0/0.0 where a rule can tell, None where it cannot
 SuccessFn = Callable[[Sequence[Mapping[str, Any]], Sequence[str]], Sequence[float | None]]
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LengthBiasSettings:
+    """What `LengthBias` does, field by field as in the module's docstring. No defaults here: the
+    pipeline's `train.length_bias` section (flows.config.LengthBiasConfig) holds them and its
+    descriptions, and `flows.curriculum.settings.length_bias_settings` passes them on."""
+
+    enabled: bool  # monitor (the metrics and the alarm); shaping, normalisation and clipping apply anyway
+    domains: Sequence[str]  # the domains scored by a judge: only their rewards are touched
+    window: int
+    length_growth: float
+    success_growth: float
+    min_corr: float
+    alarm_ratio: float
+    on_alarm: Literal["log", "lower_weight", "stop"]
+    weight_factor: float
+    shaping: bool
+    shaping_coef: float
+    shaping_slack: float
+    group_normalize: bool
+    clip_min: float | None
+    clip_max: float | None
 
 
 class LengthSeeking(RuntimeError):
@@ -90,7 +111,7 @@ class DomainTrend:
 class LengthBias:
     def __init__(
         self,
-        config: LengthBiasConfig,
+        config: LengthBiasSettings,
         *,
         decode: Callable[[Sequence[int]], str] | None = None,
         encode: Callable[[str], Sequence[int]] | None = None,
@@ -258,49 +279,3 @@ def _groups(items: Sequence[Mapping[str, Any]], indices: list[int]) -> list[list
         else:
             out.append([i])
     return out
-
-
-# -- the plot ------------------------------------------------------------------------------------------
-
-
-def plot_length_bias(history: Sequence[Mapping[str, float]], path, title: str = "length bias"):
-    """Per domain: mean length and success per step (twin axes), and the reward-length correlation,
-    with alarm steps marked. Returns the PNG path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from flows.atomic import atomic_path
-
-    domains = sorted({k.split("/")[1] for h in history for k in h if k.startswith("length_bias/")})
-    fig, axes = plt.subplots(len(domains) or 1, 2, figsize=(10, 3.2 * max(len(domains), 1)), squeeze=False)
-    for row, domain in zip(axes, domains, strict=False):
-        p = f"length_bias/{domain}"
-        steps = [h.get("step", i + 1) for i, h in enumerate(history) if f"{p}/length" in h]
-        rows = [h for h in history if f"{p}/length" in h]
-        ax = row[0]
-        ax.plot(steps, [h[f"{p}/length"] for h in rows], marker="o", ms=3, color="tab:blue", label="length")
-        ax.set_ylabel("mean length (tokens)", color="tab:blue")
-        ax2 = ax.twinx()
-        ax2.plot(
-            steps, [h.get(f"{p}/success", float("nan")) for h in rows], marker="s", ms=3, color="tab:green"
-        )
-        ax2.set_ylabel("success (rule-verified)", color="tab:green")
-        ax2.set_ylim(-0.05, 1.05)
-        for s, h in zip(steps, rows, strict=True):
-            if h.get(f"{p}/alarm"):
-                ax.axvline(s, color="tab:red", alpha=0.3)
-        ax.set_title(f"{domain}: length vs success (red: alarm)", fontsize=10)
-        ax.set_xlabel("RL step")
-        row[1].plot(steps, [h[f"{p}/corr"] for h in rows], marker="o", ms=3, color="tab:purple")
-        row[1].axhline(0, color="gray", lw=0.5)
-        row[1].set_ylim(-1.05, 1.05)
-        row[1].set_title(f"{domain}: Spearman(reward, length)", fontsize=10)
-        row[1].set_xlabel("RL step")
-    fig.suptitle(title)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
-    plt.close(fig)
-    return path
