@@ -78,11 +78,11 @@ def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     """The first stage's start: a tokenizer and fresh model trained with SFT on the curriculum's training
     items (reused while its settings and data are unchanged), or `train.init_from` when set."""
     from flows.curriculum.base import build_base
-    from flows.curriculum.fingerprint import recorded
     from flows.curriculum.mixture import load_data
     from flows.curriculum.settings import use_threads
     from flows.curriculum.stage import active_curriculum, base_refs
     from flows.store import DatasetStore
+    from m1model.policy import recorded
 
     if config.train.init_from:
         return {"base": config.train.init_from, "built": False, "sft": []}

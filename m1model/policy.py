@@ -5,11 +5,13 @@ experiments and the benches' models all come from it, so a change to how a model
 holds for all of them. Every caller (training stages, pass-rate sampling, logic calibration,
 `m1 serve model`, probes) loads through `load_policy`, the way nanochat's `build_model(dir)` is its only
 loader. `save_policy` replaces a folder atomically, so a reader (the next stage, a server) never sees
-half a checkpoint.
+half a checkpoint; what it was trained from is its record (`recorded`), and `checkpoint_id` names it in
+cache keys and fingerprints.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -23,6 +25,8 @@ from safetensors import SafetensorError
 from m1model.config import M1Config, hybrid_layer_types
 from m1model.modeling import M1ForCausalLM
 from m1model.tokenizer import load_tokenizer
+
+RECORD = "training.json"  # `save_policy(extra=...)`: what the checkpoint was trained from, and how
 
 
 class CheckpointError(ValueError):
@@ -84,10 +88,30 @@ def save_policy(
     shutil.rmtree(staged, ignore_errors=True)
     model.save_pretrained(staged, tokenizer=tokenizer, state_dict=state_dict)
     if extra is not None:
-        (staged / "training.json").write_text(json.dumps(extra, indent=2, default=str))
+        (staged / RECORD).write_text(json.dumps(extra, indent=2, default=str))
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
         os.rename(folder, old)
     os.rename(staged, folder)
     shutil.rmtree(old, ignore_errors=True)
     return folder
+
+
+def recorded(folder: str | Path) -> dict[str, Any]:
+    """The training record `save_policy` wrote beside a checkpoint ({} when there is none)."""
+    path = Path(folder) / RECORD
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def checkpoint_id(folder: str | Path) -> str:
+    """The fingerprint a checkpoint records, or (a user's own checkpoint) a hash of its files."""
+    folder = Path(folder)
+    if fp := recorded(folder).get("fingerprint"):
+        return fp
+    h = hashlib.sha256()
+    for name in ("config.json", "model.safetensors", "model.safetensors.index.json"):
+        f = folder / name
+        if f.is_file():
+            h.update(name.encode())
+            h.update(f.read_bytes() if f.stat().st_size < 1 << 28 else repr(f.stat()).encode())
+    return h.hexdigest()[:16]

@@ -47,6 +47,7 @@ from flows.errors import ConfigError, InputError
 from flows.runner import CACHED, RETRY, ROW, Tasks, fingerprint, on_runner, shards
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON
 from flows.store import DatasetStore
+from verifiers.scoring import DEFAULT_VERIFIERS
 
 
 @task(name="ingest", **CACHED)
@@ -421,8 +422,7 @@ def pass_rate_flow(config: PipelineConfig, datasets: list[str], default_policy: 
 
 @flow(name="m1-pass-rate-steps", flow_run_name="{config.name}-pass-rate-steps", log_prints=True)
 def pass_rate_steps(config: PipelineConfig, datasets: list[str], default_policy: str | None) -> dict:
-    from flows.curriculum import DEFAULT_VERIFIERS
-    from flows.curriculum.fingerprint import checkpoint_id
+    from m1model.policy import checkpoint_id  # torch: only where a checkpoint samples
 
     c = config.curate.pass_rate
     store = DatasetStore(config.home)

@@ -12,8 +12,11 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from flows.curate.result import split_by_reason
+from flows.errors import InputError
 from flows.policy import Sampler
 from flows.schema import require_columns
+from verifiers.base import default_registry
+from verifiers.scoring import NoVerifier, resolve_verifiers, score
 
 
 def passrate_filter(
@@ -36,9 +39,6 @@ def passrate_filter(
     else `answer` when present (added by extract_answers). Solved means correct: a format bonus alone
     does not count.
     """
-    from flows.curriculum.rewards import resolve_verifiers, score
-    from verifiers.base import default_registry
-
     answer_column = answer_column or ("answer" if "answer" in df.columns else "reference")
     require_columns(df, [prompt_column, answer_column, id_column], where="passrate input")
     rows = df.to_dicts()
@@ -46,7 +46,10 @@ def passrate_filter(
         row["domain"] = row.get("domain") if row.get("domain") in (verifiers or {}) else "default"
         row["reference"] = row[answer_column]
     names = {"default": verifier, **(verifiers or {})}
-    checks = resolve_verifiers((r["domain"] for r in rows), names, default_registry(plugin_dirs))
+    try:
+        checks = resolve_verifiers((r["domain"] for r in rows), names, default_registry(plugin_dirs))
+    except NoVerifier as exc:  # a plugin name in the curate config that no plugin has
+        raise InputError(str(exc)) from None
     samples = sampler.sample(df[prompt_column].cast(pl.String).to_list(), k) if df.height else []
     items = [row for row, rs in zip(rows, samples, strict=True) for _ in rs]
     rewards = score(checks, items, [r for rs in samples for r in rs]) if items else []

@@ -19,15 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from flows.datasets import KIND_DOMAINS, check_kind, kind_of, resolve
 from flows.errors import ConfigError
+from verifiers.scoring import DEFAULT_VERIFIERS
 
 BUNDLED = Path(__file__).resolve().parent
-DEFAULT_VERIFIERS = {  # domain -> verifier plugin
-    "math": "math",
-    "logic": "logic",
-    "code": "code",
-    "swe": "swe",
-    "general": "genrm",
-}
 
 
 class Stage(BaseModel):

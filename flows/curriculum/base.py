@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from flows.config import ModelConfig, PipelineConfig
-from flows.curriculum.fingerprint import base_fingerprint, recorded
+from flows.curriculum.fingerprint import base_fingerprint
 from flows.curriculum.layout import train_root
 from flows.curriculum.mixture import CurriculumData
 from flows.curriculum.prompts import answer_text, prompt_text, sft_examples
@@ -55,7 +55,7 @@ def build_base(
     With ``train.nproc > 1`` the SFT runs data-parallel under torchrun (`flows.curriculum.launch`): rank 0
     trains the tokenizer and hands it to the others, every rank builds the same fresh model, and rank 0
     alone writes the result while the others wait for it."""
-    from m1model.policy import save_policy
+    from m1model.policy import recorded, save_policy
     from m1model.rl import distributed
     from m1model.rl.sft import sft_warm_start
 

@@ -4,18 +4,18 @@ The base model records a hash of its own settings and data; each stage records a
 (stage definition, effective TrainConfig, verifiers), the versions of the datasets it read, and the hash
 of the checkpoint it started from. A stage whose recorded hash differs from the one the current config
 gives is stale: rerunning it starts over, and every later stage is stale with it (its start changed).
+The record beside a checkpoint and a checkpoint's identity are `m1model.policy.recorded` and
+`checkpoint_id`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 from flows.config import PipelineConfig, TrainConfig
 
-RECORD = "training.json"  # written by m1model.policy.save_policy(extra=...) beside the weights
 # Settings that change how a run is observed or paced, not what it computes.
 NOT_RESULTS = {
     "torch_threads",
@@ -38,26 +38,6 @@ SFT_ONLY = {"sft_steps", "sft_lr"}  # ... and of those, what nothing else uses
 def digest(*parts: Any) -> str:
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def recorded(folder: Path) -> dict[str, Any]:
-    """The training record of a checkpoint folder ({} when there is none)."""
-    path = Path(folder) / RECORD
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
-def checkpoint_id(folder: Path) -> str:
-    """The fingerprint a checkpoint records, or (a user's own checkpoint) a hash of its files."""
-    folder = Path(folder)
-    if fp := recorded(folder).get("fingerprint"):
-        return fp
-    h = hashlib.sha256()
-    for name in ("config.json", "model.safetensors", "model.safetensors.index.json"):
-        f = folder / name
-        if f.is_file():
-            h.update(name.encode())
-            h.update(f.read_bytes() if f.stat().st_size < 1 << 28 else repr(f.stat()).encode())
-    return h.hexdigest()[:16]
 
 
 def base_fingerprint(config: PipelineConfig, refs: list[str]) -> str:

@@ -36,17 +36,18 @@ from flows.config import PipelineConfig, TrainConfig
 from flows.curriculum import DEFAULT_VERIFIERS, Curriculum, Stage, load_curriculum
 from flows.curriculum.base import build_base
 from flows.curriculum.evaluation import benchmark_sets, eval_sets, overfitting, validate
-from flows.curriculum.fingerprint import base_fingerprint, checkpoint_id, recorded, stage_fingerprint
+from flows.curriculum.fingerprint import base_fingerprint, stage_fingerprint
 from flows.curriculum.layout import StagePaths, stage_paths
 from flows.curriculum.mixture import CurriculumData, difficulties, dynamic_mixture, load_data, stage_items
 from flows.curriculum.prompts import encode_prompt
 from flows.curriculum.report import plot_curves, plot_length_bias, plot_weights
-from flows.curriculum.rewards import make_reward_fn, resolve_verifiers, verifier_options
+from flows.curriculum.rewards import domain_reward_fn
 from flows.curriculum.settings import length_bias_settings, rl_config, stage_train_config
 from flows.curriculum.step_log import SampleLog, tensorboard_writer, write_scalars
 from flows.datasets import GENERAL, produced
 from flows.errors import ConfigError, InputError
 from flows.store import DatasetStore
+from m1model.policy import checkpoint_id, recorded
 
 Metrics = dict[str, float]
 StepCallback = Callable[[str, Metrics], None]  # (phase: "sft" | stage name, metrics)
@@ -211,17 +212,6 @@ class StageResult:
             "plots": self.plots,
             "samples": self.samples,
         }
-
-
-def domain_reward_fn(tokenizer, domains, curriculum: Curriculum, config: PipelineConfig, options=None):
-    """Rewards from the verifier registry: each item scored by its domain's verifier (built with the
-    run's options for it, plus ``options``: e.g. a served judge's endpoint)."""
-    from verifiers.base import default_registry
-
-    names = curriculum.verifiers or DEFAULT_VERIFIERS
-    registry = default_registry(config.plugin_dirs)
-    verifiers = resolve_verifiers(domains, names, registry, verifier_options(config) | (options or {}))
-    return make_reward_fn(verifiers, lambda ids: tokenizer.decode(ids, skip_special_tokens=True))
 
 
 def run_stage(

@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from flows.config import BenchmarkConfig, DataConfig
-from flows.curriculum import DEFAULT_VERIFIERS
 from flows.curriculum.evaluation import BENCHMARK, benchmark_sets
-from flows.curriculum.rewards import resolve_verifiers, score
+from verifiers.scoring import DEFAULT_VERIFIERS, resolve_verifiers, score
 
 PRESETS = Path(__file__).parent / "data" / "presets"
 

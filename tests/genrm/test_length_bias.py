@@ -90,7 +90,6 @@ ALARM_WITHIN = 10  # the stated bound: the biased judge's alarm fires by this st
 
 
 def _stage(url: str, cfg: LengthBiasConfig, seed: int = 0, prompts_per_step: int = 4):
-    from flows.curriculum.rewards import make_reward_fn
     from flows.genrm.general import general_items
     from flows.genrm.labels import rule_success
     from m1model import Engine, M1Config, M1ForCausalLM, train_tokenizer
@@ -98,6 +97,7 @@ def _stage(url: str, cfg: LengthBiasConfig, seed: int = 0, prompts_per_step: int
     from m1model.rl.sft import SFTConfig, sft_warm_start
     from m1model.rl.trainer import RLConfig, RLTrainer
     from verifiers.genrm.pair import PairJudge
+    from verifiers.scoring import make_reward_fn
 
     corpus = general_items(400, seed=3).to_dicts()
     rows = corpus[:24]
