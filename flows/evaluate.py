@@ -21,10 +21,10 @@ def evaluate(config: PipelineConfig, checkpoint: str, label: str = "model") -> d
     from flows.curriculum.evaluation import benchmark_sets, eval_sets, evaluate_sets, pooled, rates
     from flows.curriculum.mixture import load_data
     from flows.curriculum.rewards import domain_reward_fn
-    from flows.curriculum.settings import use_threads
     from flows.curriculum.stage import active_curriculum
     from flows.errors import InputError
     from flows.genrm.serve import judge_for
+    from flows.model_settings import use_threads
     from flows.store import DatasetStore
     from m1model.policy import CheckpointError, load_policy
 

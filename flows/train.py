@@ -79,8 +79,8 @@ def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     items (reused while its settings and data are unchanged), or `train.init_from` when set."""
     from flows.curriculum.base import build_base
     from flows.curriculum.mixture import load_data
-    from flows.curriculum.settings import use_threads
     from flows.curriculum.stage import active_curriculum, base_refs
+    from flows.model_settings import use_threads
     from flows.store import DatasetStore
     from m1model.policy import recorded
 
@@ -119,8 +119,8 @@ def train_stage(stage: str, config: PipelineConfig = DEFAULT_CONFIG, restart: bo
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     from flows.curriculum.report import metrics_table, stage_markdown
-    from flows.curriculum.settings import use_threads
     from flows.curriculum.stage import active_curriculum, run_stage, validation_rows
+    from flows.model_settings import use_threads
 
     use_threads(config.train)
     curriculum, _ = active_curriculum(config)

@@ -55,9 +55,9 @@ def _judge_checkpoint(folder: Path) -> Path:
     """A fresh judge-sized model with a tokenizer trained on judge prompts (throughput does not depend on
     what the weights learned, only on their shapes and the tokens generated)."""
     from flows.config import GenRMConfig
-    from flows.curriculum.base import fresh_model
     from flows.genrm.labels import labelled_set
     from flows.genrm.train_judge import grade_examples
+    from flows.model_settings import fresh_model
     from m1model.policy import save_policy
     from m1model.tokenizer import train_tokenizer
 

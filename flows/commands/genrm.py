@@ -60,9 +60,9 @@ def train_judge(
 ) -> None:
     """SFT a small m1model judge on labelled responses to math, logic and general items; evaluate it on
     held-out prompts; save it (HF format) for `m1 serve model`."""
-    from flows.curriculum.settings import use_threads
     from flows.genrm.train_judge import HELDOUT
     from flows.genrm.train_judge import train_judge as train
+    from flows.model_settings import use_threads
     from flows.progress import bars, rich_progress
     from verifiers.genrm.evaluate import JudgeEval
 

@@ -43,7 +43,7 @@ def init(
     """A randomly initialised hybrid model and a byte-level BPE tokenizer trained on CORPUS, as an HF checkpoint."""
     from flows.atomic import atomic_dir
     from flows.config import load_config
-    from flows.curriculum.base import fresh_model
+    from flows.model_settings import fresh_model
     from m1model import train_tokenizer
 
     if output.exists():

@@ -9,30 +9,13 @@ when any of them changes it is rebuilt, instead of a stale base silently feeding
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from flows.config import ModelConfig, PipelineConfig
+from flows.config import PipelineConfig
 from flows.curriculum.fingerprint import base_fingerprint
 from flows.curriculum.layout import train_root
 from flows.curriculum.mixture import CurriculumData
 from flows.curriculum.prompts import answer_text, prompt_text, sft_examples
-from flows.curriculum.settings import sft_config
-
-# ModelConfig fields that are not M1Config fields of the same name.
-_NOT_MODEL = {"softmax_every", "vocab_size", "seed"}
-
-
-def fresh_model(model_cfg: ModelConfig, tokenizer: Any):
-    """A freshly initialised model of the configured size for this tokenizer's vocabulary, from
-    m1model's one factory."""
-    from m1model.policy import build_model
-
-    return build_model(
-        tokenizer=tokenizer,
-        seed=model_cfg.seed,
-        softmax_every=model_cfg.softmax_every,
-        **model_cfg.model_dump(exclude=_NOT_MODEL),
-    )
+from flows.model_settings import fresh_model, sft_config
 
 
 def base_tokenizer(rows: list[dict], vocab_size: int):

@@ -193,7 +193,7 @@ def _worker(args: argparse.Namespace) -> None:
     if events is not None:
         logger.addHandler(_EventHandler(events))
     try:
-        from flows.curriculum.settings import use_threads
+        from flows.model_settings import use_threads
 
         use_threads(config.train)
         on_step = events.step if events is not None else None

@@ -1,4 +1,6 @@
-"""From the one `PipelineConfig` to the settings objects of m1model.rl (SFT and RL) for a stage."""
+"""From the one `PipelineConfig` to the settings objects of m1model.rl for a stage: its TrainConfig (the
+curriculum's and the stage's overrides applied), the RL trainer's settings, the length-bias hook's. The
+model and SFT settings every flow shares are flows/model_settings.py."""
 
 from __future__ import annotations
 
@@ -7,15 +9,11 @@ from pydantic import ValidationError
 from flows.config import LengthBiasConfig, TrainConfig
 from flows.curriculum import Curriculum, Stage
 from flows.errors import ConfigError
+from flows.model_settings import sft_config
 
-
-def use_threads(tc: TrainConfig) -> None:
-    """Apply `train.torch_threads`: small models lose more to OpenMP threads spinning on a shared
-    2-core machine than they gain from them (10x slower steps were measured under load)."""
-    if tc.torch_threads:
-        import torch
-
-        torch.set_num_threads(tc.torch_threads)
+# sft_config lives in flows/model_settings.py; flows/experiments/runs.py and tests/rl/test_learning_ladder.py
+# (being changed elsewhere) still import it from here, so the name stays until they import it from there.
+__all__ = ["length_bias_settings", "rl_config", "sft_config", "stage_train_config"]
 
 
 def stage_train_config(base: TrainConfig, stage: Stage, curriculum: Curriculum) -> TrainConfig:
@@ -35,19 +33,6 @@ def length_bias_settings(section: LengthBiasConfig):
     from m1model.rl.length_bias import LengthBiasSettings
 
     return LengthBiasSettings(**section.model_dump())
-
-
-def sft_config(tc: TrainConfig, tokenizer):
-    from m1model.rl.sft import SFTConfig
-
-    return SFTConfig(
-        steps=tc.sft_steps,
-        lr=tc.sft_lr,
-        batch_size=tc.batch_size,
-        grad_clip=tc.grad_clip,
-        pad_token_id=tokenizer.pad_token_id or 0,
-        seed=tc.seed,
-    )
 
 
 def rl_config(tc: TrainConfig, tokenizer=None, stage: Stage | None = None):

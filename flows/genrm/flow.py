@@ -119,8 +119,8 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     """Write `{run}-general`, train (or reuse) the judge, evaluate it; return the judge checkpoint path."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-    from flows.curriculum.settings import use_threads
     from flows.genrm.files import plot_eval
+    from flows.model_settings import use_threads
     from verifiers.genrm.evaluate import JudgeEval
 
     logger = get_run_logger()

@@ -142,9 +142,8 @@ def train_judge(
     import time
 
     from flows.config import TrainConfig
-    from flows.curriculum.base import fresh_model
-    from flows.curriculum.settings import sft_config
     from flows.genrm.labels import write_labels
+    from flows.model_settings import fresh_model, sft_config
     from m1model.policy import save_policy
     from m1model.rl.sft import sft_warm_start
     from m1model.serving import ServerSettings, background, create_app

@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory):
     from flows.config import ModelConfig
-    from flows.curriculum.base import fresh_model
+    from flows.model_settings import fresh_model
     from m1model import train_tokenizer
     from m1model.policy import save_policy
 

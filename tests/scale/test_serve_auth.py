@@ -120,7 +120,7 @@ def test_model_server_takes_the_key_and_the_openai_client_sends_it(tmp_path):
     import openai
 
     from flows.config import ModelConfig
-    from flows.curriculum.base import fresh_model
+    from flows.model_settings import fresh_model
     from m1model import train_tokenizer
     from m1model.policy import save_policy
 
