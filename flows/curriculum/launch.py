@@ -2,11 +2,15 @@
 the base model's SFT runs under torchrun, and the caller waits for it.
 
     flow process (the Prefect flow run)      torchrun agent             N workers, one per rank
-    run_stage / build_base                   python -m flows.           python -m flows.curriculum.launch
-      -> launch(): starts the agent  ------>  curriculum.launch  ----->  worker: the same run_stage /
+    run_stage / build_base                   python -m flows.           python -m flows.curriculum.worker
+      -> launch(): starts the agent  ------>  curriculum.worker  ----->  worker: the same run_stage /
          relays events.jsonl to the           agent                      build_base, in the process group;
          flow's progress and log,                                        rank 0 writes checkpoints, final/,
          returns result.json                                             stage.json, events and the result
+
+This module is the caller's side and the events both sides share (`Events` writes them, `_Relay` reads
+them); the agent and the workers are flows/curriculum/worker.py, which imports the stage and the base
+that import this module.
 
 The flow run stays the one thing Prefect sees: it owns the artifacts and the progress bar; the workers
 only train and write files (rank 0 alone). ``nproc == 1`` never comes here: it is the in-process path.
@@ -19,7 +23,6 @@ complete checkpoint.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -29,17 +32,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
 from flows.curriculum.layout import train_root
 from flows.errors import ConfigError, M1Error
 
 Metrics = dict[str, float]
 log = logging.getLogger("m1.train")
+WORKER = "flows.curriculum.worker"  # the agent's and the workers' module
 
 
 # -- the caller's side -----------------------------------------------------------------------------------
@@ -99,8 +101,8 @@ def launch(
     try:
         (work / "config.json").write_text(config.model_dump_json())
         worker = ["worker", job, "--dir", str(work)] + (["--stage", stage] if stage else [])
-        cmd = [sys.executable, "-m", __name__, "agent", "--standalone", f"--nproc-per-node={nproc}"]
-        cmd += ["--max-restarts=0", "--module", __name__, *worker, *(["--restart"] if restart else [])]
+        cmd = [sys.executable, "-m", WORKER, "agent", "--standalone", f"--nproc-per-node={nproc}"]
+        cmd += ["--max-restarts=0", "--module", WORKER, *worker, *(["--restart"] if restart else [])]
         relay = _Relay(work / "events.jsonl", on_step, logger)
         logger.info("training on %d processes (torchrun); worker output in %s", nproc, log_path)
         with open(log_path, "w", encoding="utf-8") as out:
@@ -153,10 +155,10 @@ def _worker_errors(lines: list[str], keep: int = 20) -> list[str]:
     return []
 
 
-# -- the agent and the workers ---------------------------------------------------------------------------
+# -- rank 0's side of the events ------------------------------------------------------------------------
 
 
-class _Events:
+class Events:
     """Rank 0's side of the relay: step metrics, log records and a user error, one JSON line each."""
 
     def __init__(self, path: Path) -> None:
@@ -170,80 +172,12 @@ class _Events:
         self.write({"phase": phase, "step": metrics})
 
 
-class _EventHandler(logging.Handler):
-    def __init__(self, events: _Events) -> None:
+class EventHandler(logging.Handler):
+    """Rank 0's log records, as events the caller's logger repeats."""
+
+    def __init__(self, events: Events) -> None:
         super().__init__(logging.INFO)
         self.events = events
 
     def emit(self, record: logging.LogRecord) -> None:
         self.events.write({"log": record.getMessage(), "level": record.levelno})
-
-
-def _worker(args: argparse.Namespace) -> None:
-    from m1model.rl import distributed
-
-    distributed.die_with_parent()
-    ctx = distributed.init_from_env()
-    work = Path(args.dir)
-    config = PipelineConfig.model_validate_json((work / "config.json").read_text())
-    events = _Events(work / "events.jsonl") if ctx.is_main else None
-    logger = logging.getLogger(f"m1.train.rank{ctx.rank}")
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    if events is not None:
-        logger.addHandler(_EventHandler(events))
-    try:
-        from flows.model_settings import use_threads
-
-        use_threads(config.train)
-        on_step = events.step if events is not None else None
-        if args.job == "stage":
-            from flows.curriculum.stage import run_stage
-
-            result = asdict(
-                run_stage(config, args.stage, restart=args.restart, on_step=on_step, logger=logger)
-            )
-        else:
-            from flows.curriculum.base import build_base
-            from flows.curriculum.mixture import load_data
-            from flows.curriculum.stage import active_curriculum, base_refs
-            from flows.store import DatasetStore
-
-            curriculum, _ = active_curriculum(config)
-            store = DatasetStore(config.home)
-            data = load_data(store, curriculum, config.name, config.eval.fraction)
-            folder, built = build_base(config, data, base_refs(store, data.refs), on_step)
-            result = {"folder": str(folder), "built": built}
-    except M1Error as exc:
-        if events is not None:
-            events.write({"error": {"type": type(exc).__name__, "message": str(exc)}})
-        sys.exit(2)
-    if ctx.is_main:
-        atomic_write_text(work / "result.json", json.dumps(result, default=str))
-    distributed.shutdown()
-
-
-def main(argv: list[str] | None = None) -> None:
-    from m1model.allocator import keep_freed_memory
-
-    keep_freed_memory()  # each rank as the single-process `m1` (flows/cli.py)
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "agent":  # torchrun itself, bound to the life of the process that started it
-        from torch.distributed.run import main as torchrun
-
-        from m1model.rl.distributed import die_with_parent
-
-        die_with_parent()
-        torchrun(argv[1:])
-        return
-    parser = argparse.ArgumentParser(prog="python -m flows.curriculum.launch worker")
-    parser.add_argument("role", choices=["worker"])
-    parser.add_argument("job", choices=["stage", "base"])
-    parser.add_argument("--dir", required=True)
-    parser.add_argument("--stage")
-    parser.add_argument("--restart", action="store_true")
-    _worker(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    main()

@@ -15,7 +15,7 @@ A stage is resumed from its newest checkpoint when nothing it depends on changed
 setting, new dataset versions, a replaced start checkpoint) it starts over, and `plan` reports every
 later stage as stale until it is rerun.
 
-With ``train.nproc > 1`` `run_stage` launches torchrun (`flows.curriculum.launch`) and each rank runs
+With ``train.nproc > 1`` `run_stage` launches torchrun (`flows.curriculum.launch`) and each rank (`.worker`) runs
 `run_stage` again inside the process group: every rank trains, rank 0 alone writes (checkpoints, final
 model, stage.json, samples, plots) and validates, and every rank resumes from what rank 0 wrote.
 """
