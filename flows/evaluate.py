@@ -20,8 +20,8 @@ def evaluate(config: PipelineConfig, checkpoint: str, label: str = "model") -> d
     from flows.curriculum import DEFAULT_VERIFIERS
     from flows.curriculum.evaluation import benchmark_sets, eval_sets, evaluate_sets, pooled, rates
     from flows.curriculum.mixture import load_data
+    from flows.curriculum.plan import active_curriculum
     from flows.curriculum.rewards import domain_reward_fn
-    from flows.curriculum.stage import active_curriculum
     from flows.errors import InputError
     from flows.genrm.serve import judge_for
     from flows.model_settings import use_threads

@@ -39,7 +39,7 @@ def preflight(config: PipelineConfig) -> None:
     """Check the machine and read every input once, so that a missing tool, a bad file or a bad setting
     fails fast, with one clear line, before anything is written."""
     from flows.curate.flow import preflight as curate_preflight
-    from flows.curriculum.stage import active_curriculum
+    from flows.curriculum.plan import active_curriculum
     from flows.prerequisites import check as check_machine
     from flows.prerequisites import needed
 

@@ -79,7 +79,7 @@ def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     items (reused while its settings and data are unchanged), or `train.init_from` when set."""
     from flows.curriculum.base import build_base
     from flows.curriculum.mixture import load_data
-    from flows.curriculum.stage import active_curriculum, base_refs
+    from flows.curriculum.plan import active_curriculum, base_refs
     from flows.model_settings import use_threads
     from flows.store import DatasetStore
     from m1model.policy import recorded
@@ -118,8 +118,9 @@ def train_stage(stage: str, config: PipelineConfig = DEFAULT_CONFIG, restart: bo
     changed, rerun from its start otherwise; rerunnable alone from the UI."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+    from flows.curriculum.plan import active_curriculum
     from flows.curriculum.report import metrics_table, stage_markdown
-    from flows.curriculum.stage import active_curriculum, run_stage, validation_rows
+    from flows.curriculum.stage import run_stage, validation_rows
     from flows.model_settings import use_threads
 
     use_threads(config.train)
@@ -158,7 +159,7 @@ def train_stage(stage: str, config: PipelineConfig = DEFAULT_CONFIG, restart: bo
 @flow(name="train-curriculum", flow_run_name="{config.name}-curriculum", log_prints=True)
 def train_curriculum(config: PipelineConfig = DEFAULT_CONFIG, restart: bool = False) -> list[dict[str, Any]]:
     """Every stage in order, each a subflow starting from the previous stage's final model."""
-    from flows.curriculum.stage import active_curriculum
+    from flows.curriculum.plan import active_curriculum
 
     curriculum, notes = active_curriculum(config)
     for note in notes:
@@ -171,7 +172,7 @@ def publish_status(config: PipelineConfig) -> None:
     """The curriculum's state as a table artifact, so the UI shows which stages are stale."""
     from prefect.artifacts import create_table_artifact
 
-    from flows.curriculum.stage import stage_table
+    from flows.curriculum.plan import stage_table
 
     rows = [{k: r[k] for k in ("stage", "steps", "start", "state")} for r in stage_table(config)]
     create_table_artifact(

@@ -28,7 +28,7 @@ def run(
 
     from flows.config import load_config
     from flows.curate.ingest import describe_mapping
-    from flows.curriculum.stage import active_curriculum
+    from flows.curriculum.plan import active_curriculum
     from flows.logs import run_flow
     from flows.pipeline import pipeline, preflight
     from flows.progress import training_progress

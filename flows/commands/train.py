@@ -84,7 +84,7 @@ def stage(
 ) -> None:
     """Run one stage alone as a flow run: it resumes from its own newest checkpoint, or starts from the
     previous stage's final model."""
-    from flows.curriculum.stage import active_curriculum
+    from flows.curriculum.plan import active_curriculum
 
     cfg = _config(config, set_, curriculum, nproc)
     cur, _ = active_curriculum(cfg)
@@ -106,7 +106,7 @@ def curriculum_cmd(
     nproc: NprocOpt = None,
 ) -> None:
     """Run every stage in order (each a subflow), each from the previous stage's final model."""
-    from flows.curriculum.stage import active_curriculum
+    from flows.curriculum.plan import active_curriculum
     from flows.logs import run_flow
     from flows.train import train_curriculum
 
@@ -128,7 +128,7 @@ def list_stages(
     and whether its final model is done, stale (built from other settings or data) or pending."""
     import json
 
-    from flows.curriculum.stage import stage_table
+    from flows.curriculum.plan import stage_table
 
     cfg = _config(config, set_, curriculum)
     rows = stage_table(cfg)
@@ -136,7 +136,7 @@ def list_stages(
         keys = ("stage", "mixture", "window", "steps", "start", "done", "state")
         print(json.dumps([{k: r[k] for k in keys} for r in rows], indent=2))
         return
-    from flows.curriculum.stage import active_curriculum
+    from flows.curriculum.plan import active_curriculum
 
     cur, notes = active_curriculum(cfg)
     table = Table(title=f"curriculum {cur.name}: {cur.description}", title_justify="left")

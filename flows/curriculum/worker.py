@@ -27,7 +27,8 @@ def _worker(args: argparse.Namespace) -> None:
     # malloc up (main) before the training libraries load
     from flows.curriculum.base import build_base
     from flows.curriculum.mixture import load_data
-    from flows.curriculum.stage import active_curriculum, base_refs, run_stage
+    from flows.curriculum.plan import active_curriculum, base_refs
+    from flows.curriculum.stage import run_stage
     from flows.store import DatasetStore
     from m1model.rl import distributed
 

@@ -41,7 +41,7 @@ def policy(body: dict) -> list[str]:
 @pytest.mark.slow
 def test_pass_rate_flow_filters_into_a_new_version(prefect_harness, tmp_path, openai_server):
     from flows.curate.flow import pass_rate_flow
-    from flows.curriculum.stage import base_refs
+    from flows.curriculum.plan import base_refs
 
     url, seen = openai_server(policy)
     cfg = PipelineConfig.model_validate(

@@ -114,7 +114,7 @@ def test_pipeline_composes_the_real_flows(prefect_harness, m1_home):
 
 
 def _list_stages(config) -> str:
-    from flows.curriculum.stage import stage_table
+    from flows.curriculum.plan import stage_table
 
     return json.dumps(stage_table(config))
 

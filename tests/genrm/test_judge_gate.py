@@ -9,7 +9,7 @@ from dataclasses import asdict
 import pytest
 
 from flows.config import PipelineConfig
-from flows.curriculum.stage import active_curriculum
+from flows.curriculum.plan import active_curriculum
 from flows.genrm.flow import judge_dir, judge_gate
 from verifiers.genrm.evaluate import JudgeEval
 

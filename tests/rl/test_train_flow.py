@@ -277,7 +277,8 @@ def test_cli_list_stages_and_bad_stage(tmp_path):
 def test_changed_settings_rerun_a_stage_and_mark_later_ones_stale(setup):
     from flows.config import apply_overrides
     from flows.curriculum.base import base_folder
-    from flows.curriculum.stage import run_stage, stage_table
+    from flows.curriculum.plan import stage_table
+    from flows.curriculum.stage import run_stage
     from m1model.policy import recorded
 
     def states(cfg):
