@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -90,6 +90,19 @@ class BenchmarkConfig(Section):
 class DataConfig(Section):
     """The bundled synthetic math data (problems with planted duplicates, near-duplicates and leaks),
     unless `curate.sources` or `input_path` name the user's own data; and the benchmarks."""
+
+    # The bundled generator's settings: a run on the user's own data (curate.sources, input_path) neither
+    # uses nor records them.
+    GENERATOR: ClassVar[frozenset[str]] = frozenset(
+        {
+            "n_problems",
+            "n_exact_duplicates",
+            "n_near_duplicates",
+            "n_benchmark_leaks",
+            "n_unparseable",
+            "seed",
+        }
+    )
 
     n_problems: int = Field(1600, ge=8, description="clean, distinct problems to generate")
     n_exact_duplicates: int = Field(12, ge=0, description="planted exact duplicates (after normalisation)")
@@ -272,7 +285,7 @@ class ModelConfig(Section):
 
 
 class LengthBiasConfig(Section):
-    """Length-bias monitoring and mitigation for judge-scored domains (flows/curriculum/length_bias.py)."""
+    """Length-bias monitoring and mitigation for judge-scored domains (m1model/rl/length_bias.py)."""
 
     enabled: bool = Field(True, description="monitor reward-length correlation and length vs success trends")
     domains: list[str] = Field(default_factory=lambda: ["general"], description="domains scored by a judge")
@@ -403,7 +416,9 @@ class EvalConfig(Section):
 
     fraction: float = Field(0.1, gt=0, lt=1, description="share of each dataset held out (by id hash)")
     n_items: int = Field(1000, ge=1, description="held-out items evaluated per domain (at most)")
-    max_new_tokens: int = Field(24, ge=1, description="greedy tokens per answer: at least every stage's window")
+    max_new_tokens: int = Field(
+        24, ge=1, description="greedy tokens per answer: at least every stage's window"
+    )
     every: int = Field(0, ge=0, description="validate every N RL steps inside a stage (0: start and end)")
     overfit_tolerance: float = Field(
         0.02, ge=0, description="warn when training reward rises and validation falls by more than this"

@@ -344,7 +344,8 @@ def write_outputs(
 ):
     """Evidence first, the curated dataset last (the commit point, naming the evidence as parents)."""
     name = dataset_name(config.name, CURATED)
-    params = config.data.model_dump() | config.curate.model_dump(mode="json")
+    unused = DataConfig.GENERATOR if sources(config) else set()  # own data: the generator did not run
+    params = config.data.model_dump(exclude=unused) | config.curate.model_dump(mode="json")
     if mappings:
         params["source_columns"] = mappings  # how each source's columns were read, inferred ones marked
     evidence = {

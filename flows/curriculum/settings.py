@@ -9,11 +9,6 @@ from pydantic import ValidationError
 from flows.config import LengthBiasConfig, TrainConfig
 from flows.curriculum import Curriculum, Stage
 from flows.errors import ConfigError
-from flows.model_settings import sft_config
-
-# sft_config lives in flows/model_settings.py; flows/experiments/runs.py and tests/rl/test_learning_ladder.py
-# (being changed elsewhere) still import it from here, so the name stays until they import it from there.
-__all__ = ["length_bias_settings", "rl_config", "sft_config", "stage_train_config"]
 
 
 def stage_train_config(base: TrainConfig, stage: Stage, curriculum: Curriculum) -> TrainConfig:

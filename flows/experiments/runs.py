@@ -25,14 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from flows.config import ModelConfig, TrainConfig
-from flows.curriculum import DEFAULT_VERIFIERS
-from flows.curriculum.base import base_tokenizer, fresh_model
+from flows.curriculum.base import base_tokenizer
 from flows.curriculum.evaluation import pass_rate
 from flows.curriculum.prompts import encode_prompt, sft_examples
-from flows.curriculum.settings import rl_config, sft_config
+from flows.curriculum.settings import rl_config
 from flows.experiments.arms import Arm, Size
+from flows.model_settings import fresh_model, sft_config
 from m1model.allocator import keep_freed_memory
 from m1model.rl.evaluation import PassRate
+from verifiers.scoring import DEFAULT_VERIFIERS, make_reward_fn, resolve_verifiers
 
 Row = Mapping[str, Any]
 
@@ -91,8 +92,6 @@ def warm_start(items: Sequence[Row], size: Size, cache: Path) -> tuple[Path, boo
 
 
 def reward_fn(tokenizer, domains):
-    from flows.curriculum.rewards import make_reward_fn, resolve_verifiers
-
     verifiers = resolve_verifiers(domains, DEFAULT_VERIFIERS)
     return make_reward_fn(verifiers, lambda ids: tokenizer.decode(ids, skip_special_tokens=True))
 

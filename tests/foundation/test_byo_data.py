@@ -57,6 +57,8 @@ def test_sources_are_mapped_and_recorded(prefect_harness, tmp_path):
         "reference": "solution",
     }
     assert sorted(recorded["inferred"]) == ["id", "prompt", "reference"]
+    # the bundled generator did not run, so its settings are not recorded as if it had
+    assert not set(out["manifest"]["params"]) & {"n_problems", "n_near_duplicates", "seed"}
 
 
 @pytest.mark.slow

@@ -111,3 +111,47 @@ def test_rft_imitates_only_the_verified_responses():
     assert torch.all(logp.grad[1] == 0)
     assert logp.grad[0, :2].tolist() == pytest.approx([-0.2, -0.2])
     assert m["masked_fraction"] == pytest.approx(1 / 6)
+
+
+def test_the_run_the_stages_and_the_experiments_evaluate_through_one_function(
+    monkeypatch, tiny_stage, prefect_harness
+):
+    """`m1 run`'s evaluation flow, a stage's validation and the experiments' held-out measurement all
+    decode through m1model.rl.evaluation.greedy_completions (spied on here), so a fix there holds for all."""
+    import m1model.rl.evaluation as one
+    from flows.config import load_config
+    from flows.curriculum import evaluation as stage_evaluation
+    from flows.curriculum import stage
+    from flows.curriculum.base import base_tokenizer, fresh_model
+    from flows.evaluate import evaluate
+    from flows.experiments import runs
+    from m1model.policy import save_policy
+
+    calls: list[str] = []
+    real = one.greedy_completions
+
+    def spy(model, prompts, **kwargs):
+        calls.append(caller)
+        return real(model, prompts, **kwargs)
+
+    monkeypatch.setattr(one, "greedy_completions", spy)
+    path, home, _ = tiny_stage(steps=1)
+    config = load_config(path)
+    rows = [
+        {"id": "x", "domain": "math", "task": "add", "prompt": "1 + 5 =", "reference": "6", "metadata": "{}"}
+    ]
+    tokenizer = base_tokenizer(rows, config.model.vocab_size)
+    model = fresh_model(config.model, tokenizer)
+    save_policy(model, tokenizer, home / "policy")
+    score = runs.reward_fn(tokenizer, {"math"})
+
+    caller = "run"
+    result = evaluate(config, str(home / "policy"))
+    caller = "stage"
+    assert stage.validate is stage_evaluation.validate
+    stage.validate(model, tokenizer, {"math": rows}, 4, score)
+    caller = "experiment"
+    runs.evaluate(model, tokenizer, rows, score, config.train)
+
+    assert result["items"]["math"] == 3  # eval.n_items of the tiny config's held-out split
+    assert sorted(set(calls)) == ["experiment", "run", "stage"]
