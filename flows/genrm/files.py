@@ -20,6 +20,10 @@ from flows.jsonl import read_jsonl
 from verifiers.genrm.evaluate import JudgeEval
 from verifiers.genrm.swiss import Player, Tournament
 
+# Set beside M1_GENRM_URL while the run's own judge is served (flows/genrm/serve.py): the URL is then the
+# run's judge, which its gate still applies to, not one the user points at.
+SERVED_JUDGE_ENV = "M1_GENRM_SERVED_CHECKPOINT"
+
 
 def read_labels(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(rows, rejected rows with a ``reason``) of a labels file; an unreadable file is an InputError."""

@@ -28,6 +28,7 @@ from prefect import flow, get_run_logger
 from flows.artifacts import artifact_key, embed_png
 from flows.config import GenRMConfig, PipelineConfig
 from flows.datasets import GENERAL, dataset_name
+from flows.genrm.files import SERVED_JUDGE_ENV
 from flows.progress import prefect_progress
 from flows.store import DatasetStore
 
@@ -103,7 +104,8 @@ def judge_gate(config: PipelineConfig) -> str | None:
     from verifiers.genrm.evaluate import JudgeEval
 
     meta = judge_dir(config) / "training.json"
-    if os.environ.get("M1_GENRM_URL") or not meta.is_file():
+    served_own = os.environ.get(SERVED_JUDGE_ENV) == str(judge_dir(config).resolve())
+    if (os.environ.get("M1_GENRM_URL") and not served_own) or not meta.is_file():
         return None
     summary = json.loads(meta.read_text()).get("judge", {})
     return JudgeEval.from_dict(summary["eval"]).gate() if "eval" in summary else None

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from flows.errors import InputError
+from flows.genrm.files import SERVED_JUDGE_ENV
 from flows.servers import m1_server
 
 MODEL_NAME = "judge"
@@ -36,7 +37,11 @@ def served_judge(
     args = ["serve", "model", "--checkpoint", str(checkpoint), "--model-name", MODEL_NAME]
     args += ["--threads", str(threads), "--log-level", "warning"]
     with m1_server(args, name="judge server", port=port, timeout_s=startup_timeout_s) as base:
-        exported = {"M1_GENRM_URL": f"{base}/v1", "M1_GENRM_MODEL": MODEL_NAME}
+        exported = {
+            "M1_GENRM_URL": f"{base}/v1",
+            "M1_GENRM_MODEL": MODEL_NAME,
+            SERVED_JUDGE_ENV: str(Path(checkpoint).resolve()),
+        }
         if max_tokens is not None:
             exported["M1_GENRM_MAX_TOKENS"] = str(max_tokens)
         saved = {k: os.environ.get(k) for k in exported}

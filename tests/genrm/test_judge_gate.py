@@ -90,3 +90,17 @@ def test_a_good_judge_or_a_served_one_is_trained_on(config, monkeypatch):
     )
     monkeypatch.setenv("M1_GENRM_URL", "http://127.0.0.1:1/v1")  # the user's own judge: not ours to gate
     assert judge_gate(config) is None
+
+
+def test_the_runs_own_judge_is_gated_while_it_is_served(config, monkeypatch):
+    """`m1 run` serves its judge for the evaluations and stages (M1_GENRM_URL set by served_judge): that
+    URL is still the run's own judge, so the gate holds there as in the plan made before serving it (a
+    stage that saw no gate trained on the losing judge and rebuilt the base for a different dataset list)."""
+    from flows.genrm.files import SERVED_JUDGE_ENV
+
+    _write_judge(config, judge_eval(0.6, 0.4, 0.52))
+    monkeypatch.setenv("M1_GENRM_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv(SERVED_JUDGE_ENV, str(judge_dir(config).resolve()))
+    assert judge_gate(config) == "pairwise accuracy 0.52 <= always the reference 0.83"
+    monkeypatch.setenv(SERVED_JUDGE_ENV, "/somewhere/else")  # another run's judge: the user's choice
+    assert judge_gate(config) is None
