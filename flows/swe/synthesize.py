@@ -17,7 +17,7 @@ import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +145,28 @@ def rewrite(endpoint, repo: str, text: str) -> str:
     return answer.strip() or text
 
 
+def baseline_passing(baseline: Mapping[str, str]) -> list[str]:
+    """The tests that pass on the clean repository (sorted), from its per-test statuses; ids with
+    whitespace (pytest's parametrised ids with spaces) are left out, as a task's test lists cannot hold
+    them."""
+    return sorted(t for t, s in baseline.items() if s == "PASSED" and not re.search(r"\s", t))
+
+
+def mutant_outcome(
+    passing: Sequence[str], found: Mapping[str, str], max_fail_fraction: float
+) -> tuple[list[str], str | None]:
+    """(FAIL_TO_PASS, why the mutant is rejected or None) of a mutant's run: FAIL_TO_PASS are the
+    baseline-passing tests that do not pass now (failed, errored, skipped or missing from the log). A
+    mutant is rejected when none fails, or when more than ``max_fail_fraction`` of the baseline-passing
+    tests fail (exactly that fraction is kept); PASS_TO_PASS is the rest of ``passing``."""
+    f2p = [t for t in passing if found.get(t) != "PASSED"]
+    if not f2p:
+        return f2p, "no test fails"
+    if len(f2p) > max_fail_fraction * len(passing):
+        return f2p, f"more than {max_fail_fraction:.0%} of the tests fail"
+    return f2p, None
+
+
 def gold_locations(mutant: Mutant) -> dict:
     return {"files": [mutant.file], "functions": [f"{mutant.file}::{mutant.entity}"]}
 
@@ -170,8 +192,7 @@ def synthesize_repo(
     baseline_run = scorer.run(clean, tests)
     if not baseline_run.completed:
         raise RuntimeError(f"{p.name}: the clean test suite did not run: {baseline_run.describe()}")
-    baseline = statuses(baseline_run)
-    passing = sorted(t for t, s in baseline.items() if s == "PASSED" and not re.search(r"\s", t))
+    passing = baseline_passing(statuses(baseline_run))
     out.baseline_tests = len(passing)
     if not passing:
         raise RuntimeError(f"{p.name}: no test passes on the clean repository")
@@ -193,13 +214,9 @@ def synthesize_repo(
                 if not result.completed:
                     out.rejected[f"suite did not complete ({result.limit or result.result.status})"] += 1
                     continue
-                found = statuses(result)
-                f2p = [t for t in passing if found.get(t) != "PASSED"]
-                if not f2p:
-                    out.rejected["no test fails"] += 1
-                    continue
-                if len(f2p) > params.max_fail_fraction * len(passing):
-                    out.rejected[f"more than {params.max_fail_fraction:.0%} of the tests fail"] += 1
+                f2p, rejected = mutant_outcome(passing, statuses(result), params.max_fail_fraction)
+                if rejected:
+                    out.rejected[rejected] += 1
                     continue
                 instance_id = f"{p.name}__{m.kind}__{m.key}"
                 commit = commit_bug(repo_dir, base, m.file, m.source, instance_id)
