@@ -219,7 +219,15 @@ def evaluate_judge(
 def _pairwise(
     url: str, model: str, rows: Sequence[dict[str, Any]], max_tokens: int | None = None
 ) -> dict[str, float] | None:
-    """Each response against its prompt's reference response (perturbation "reference"), blind."""
+    """Each response against its prompt's reference response (perturbation "reference"), blind.
+
+    The sign, from the response's point of view: the labels' is sign(grade of the response - grade of
+    the reference), +1 the response is better, -1 the reference, 0 equal grades; the judge's is the sign of
+    `compare`'s score with the response as the first text (both orders, combined as verifiers/genrm/pair.py
+    says: orders that disagree make a tie). ``accuracy`` is the share of pairs whose signs are equal, over
+    every pair: a tie verdict is right on equal grades only, and a failed judgment (no order parsed) is
+    wrong. ``reference_baseline`` is the accuracy of always answering -1, ``majority_baseline`` of always
+    answering the commonest sign; ``position_consistency`` is over the pairs judged in both orders."""
     refs = {r["prompt_id"]: r for r in rows if r.get("perturbation") == "reference"}
     triples, truth = [], []
     for r in rows:
