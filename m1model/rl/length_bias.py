@@ -21,8 +21,10 @@ domains scored by a judge (``settings.domains``):
 It records (domain, length, raw reward, success) for the monitor. The monitor (`hook`, called after each
 step's rollouts) logs per domain: mean length, mean raw reward, the Spearman correlation between length
 and the reward trained on (``corr``; the judge's own, before mitigation: ``corr_raw``), and success, the rule-verified success rate (from ``success``, where the item can be checked);
-then fits least-squares trends over the last ``window`` steps. The alarm: the mean length grows by more
-than ``length_growth`` (relative, per step) while success grows by less than ``success_growth`` (per step),
+then fits least-squares trends over the last ``window`` steps. Length growth (``length_trend``) is relative:
+the least-squares slope of the steps' mean lengths over the window divided by the mean of those means
+(+5 tokens a step on responses of about 100 is 0.05). The alarm: that growth is above ``length_growth``
+while success grows by less than ``success_growth`` (its slope, per step),
 reward and length correlate (mean Spearman > ``min_corr``), and responses are already longer than
 ``alarm_ratio`` times their reference (where it can be measured: growing towards a good answer's length is
 learning, not length seeking). On an alarm, ``on_alarm``: "log" (a
