@@ -1,0 +1,149 @@
+"""Stage planning's states (flows/curriculum/plan.py `plan`) on a store and stage folders built in the test,
+without training: a stage is done when its final model records the fingerprint the current config gives
+and every earlier stage is done; stale when it records another one or an earlier stage is not done;
+pending without a final model. The slow test in test_train_flow.py proves the same on trained stages."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from flows.config import PipelineConfig, apply_overrides, load_config
+from flows.curriculum import load_curriculum
+from flows.curriculum.layout import stage_paths
+from flows.curriculum.plan import plan
+from flows.schema import ITEM_COLUMNS
+from flows.store import DatasetStore
+
+CURRICULUM = """
+name = "test"
+datasets = ["{run}-curated"]
+verifiers = { math = "math" }
+
+[[stages]]
+name = "a"
+mixture = { math = 1.0 }
+steps = 2
+max_new_tokens = 6
+
+[[stages]]
+name = "b"
+mixture = { math = 1.0 }
+steps = 2
+max_new_tokens = 8
+
+[[stages]]
+name = "c"
+mixture = { math = 1.0 }
+steps = 2
+max_new_tokens = 8
+"""
+
+
+def items(n: int) -> pl.DataFrame:
+    rows = [
+        {"id": f"m-{i}", "source": "test", "domain": "math", "task": "arith", "prompt": f"{i} + 1?",
+         "reference": str(i + 1), "metadata": "{}"}
+        for i in range(n)
+    ]  # fmt: skip
+    return pl.DataFrame(rows, schema=ITEM_COLUMNS)
+
+
+@pytest.fixture
+def config(tmp_path) -> PipelineConfig:
+    DatasetStore().write("t-curated", items(4))
+    cur = tmp_path / "cur.toml"
+    cur.write_text(CURRICULUM)
+    return load_config(None, ["name=t", f"train.curriculum={cur}"])
+
+
+def states(config: PipelineConfig) -> list[str]:
+    return [p.state for p in stage_plan(config)]
+
+
+def stage_plan(config: PipelineConfig):
+    store = DatasetStore(config.home)
+    return plan(config, load_curriculum(config.train.curriculum), [store.manifest("t-curated").ref], store)
+
+
+def build(config: PipelineConfig, stage: str, fingerprint: str) -> None:
+    """A stage's final model as far as planning sees it: a checkpoint whose record holds a fingerprint."""
+    final = stage_paths(config, stage).final
+    final.mkdir(parents=True, exist_ok=True)
+    (final / "config.json").write_text("{}")
+    (final / "training.json").write_text(json.dumps({"fingerprint": fingerprint}))
+
+
+def build_all(config: PipelineConfig) -> dict[str, str]:
+    fps = {p.name: p.fingerprint for p in stage_plan(config)}
+    for name, fp in fps.items():
+        build(config, name, fp)
+    return fps
+
+
+def test_nothing_built_is_pending_and_everything_built_as_planned_is_done(config):
+    assert states(config) == ["pending"] * 3
+    build_all(config)
+    assert states(config) == ["done"] * 3
+
+
+def test_each_stage_starts_from_the_previous_ones_fingerprint(config):
+    a, b, c = stage_plan(config)
+    assert (a.start, a.previous) == ("base", None)
+    assert (b.start, b.previous, c.start, c.previous) == ("a", a.fingerprint, "b", b.fingerprint)
+    assert len({a.fingerprint, b.fingerprint, c.fingerprint}) == 3
+
+
+def test_a_changed_setting_makes_every_stage_stale(config):
+    build_all(config)
+    assert states(apply_overrides(config, ["train.rl_lr=0.05"])) == ["stale"] * 3
+
+
+def test_a_changed_base_makes_every_stage_stale(config):
+    build_all(config)
+    assert states(apply_overrides(config, ["train.sft_steps=7"])) == ["stale"] * 3
+
+
+def test_settings_that_only_pace_or_observe_a_run_keep_it_done(config):
+    build_all(config)
+    assert (
+        states(apply_overrides(config, ["train.checkpoint_every=3", "train.torch_threads=1"])) == ["done"] * 3
+    )
+
+
+def test_a_changed_stage_is_stale_and_so_are_the_later_ones_not_the_earlier(config):
+    build_all(config)
+    b = 'name = "b"\nmixture = { math = 1.0 }\nsteps = '
+    text = CURRICULUM.replace(b + "2", b + "3")  # stage b trains one step longer
+    assert text != CURRICULUM
+    with open(config.train.curriculum, "w") as f:
+        f.write(text)
+    assert states(config) == ["done", "stale", "stale"]
+
+
+def test_a_stage_after_a_stale_one_is_stale_even_when_its_own_record_matches(config):
+    fps = build_all(config)
+    build(config, "b", "something-else")  # b rebuilt from other settings; c's record is as planned
+    plans = stage_plan(config)
+    assert [p.state for p in plans] == ["done", "stale", "stale"]
+    assert plans[2].recorded == fps["c"] == plans[2].fingerprint  # stale only because b is
+
+
+def test_a_stage_after_a_pending_one_is_stale(config):
+    fps = build_all(config)
+    stage_paths(config, "a").final.joinpath("config.json").unlink()  # a's final model is gone
+    assert states(config) == ["pending", "stale", "stale"]
+    assert stage_plan(config)[1].recorded == fps["b"]
+
+
+def test_a_changed_first_stage_changes_what_every_later_stage_is_built_from(config):
+    fps = build_all(config)
+    a = 'name = "a"\nmixture = { math = 1.0 }\nsteps = '
+    with open(config.train.curriculum, "w") as f:
+        f.write(CURRICULUM.replace(a + "2", a + "3"))
+    plans = stage_plan(config)
+    assert [p.state for p in plans] == ["stale"] * 3
+    # not only stale by position: b and c start from another a, so their own fingerprints change
+    assert all(p.fingerprint != fps[p.name] for p in plans)
