@@ -118,4 +118,9 @@ class ChatRequest(_Sampling):
 
     @property
     def token_budget(self) -> int | None:
-        return self.max_completion_tokens or self.max_tokens
+        """The most tokens the completion may have, as OpenAI's chat API reads its two fields:
+        ``max_completion_tokens`` (the current field) when it is set, whatever ``max_tokens`` says;
+        else ``max_tokens`` (deprecated in the API, still accepted); None when neither is set (the server's
+        ``default_chat_max_tokens`` then). Both are >= 1 when set. `/v1/completions` has ``max_tokens``
+        only, as in OpenAI's legacy completions API."""
+        return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
