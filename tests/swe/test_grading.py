@@ -299,6 +299,7 @@ def test_statuses_and_exit_code_come_from_the_test_output():
         (["fixed"], ["error"], False, ["error"]),
         (["fixed"], ["gone"], False, ["gone"]),  # a test the log never names failed
         (["bug", "fixed"], ["kept", "error"], False, ["bug", "error"]),
+        (["fixed", "bug"], ["kept"], False, ["bug"]),  # a partial fix (SWE-bench's PARTIAL) is not resolved
     ],
 )
 def test_repair_is_resolved_only_when_every_task_test_passes(f2p, p2p, resolved, failed):
