@@ -461,6 +461,11 @@ class GenRMConfig(Section):
     and how the `genrm` judges call it."""
 
     enabled: bool = Field(True, description="write {run}-general and train, evaluate and serve the judge")
+    gate: bool = Field(
+        True,
+        description="train on general tasks only when the run's judge beats the majority grade and "
+        "'always the reference' on its held-out labels (off: train on it anyway, e.g. to test the path)",
+    )
     general_items: int = Field(200, ge=1, description="open-ended items written to {run}-general")
     train_prompts: int = Field(120, ge=4, description="prompts per domain (math, logic, general) to train on")
     eval_prompts: int = Field(24, ge=2, description="held-out prompts per domain to evaluate on")

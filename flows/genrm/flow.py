@@ -98,11 +98,14 @@ def ensure_judge(
 
 def judge_gate(config: PipelineConfig) -> str | None:
     """Why this run's own judge must not score training (it loses to a constant baseline on its
-    held-out labels), or None: no judge yet, a judge the user serves (M1_GENRM_URL), or a good one."""
+    held-out labels), or None: the gate off (genrm.gate), no judge yet, a judge the user serves
+    (M1_GENRM_URL), or a good one."""
     import os
 
     from verifiers.genrm.evaluate import JudgeEval
 
+    if not config.genrm.gate:
+        return None
     meta = judge_dir(config) / "training.json"
     served_own = os.environ.get(SERVED_JUDGE_ENV) == str(judge_dir(config).resolve())
     if (os.environ.get("M1_GENRM_URL") and not served_own) or not meta.is_file():

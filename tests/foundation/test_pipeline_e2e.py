@@ -42,7 +42,10 @@ SMALL = {
     "logic": {"n_items": 28},
     "code": {"n_problems": 8, "tests_per_problem": 3},
     "swe": {"enabled": False},  # the Docker-marked test below runs the DAG with it
-    "genrm": {  # a judge trained in seconds: what is tested is that the DAG serves and uses it
+    # a judge trained in seconds, which loses to a constant baseline: what is tested is that the DAG serves
+    # and uses it, so the gate (tests/genrm/test_judge_gate.py) is off
+    "genrm": {
+        "gate": False,
         "general_items": 24,
         "train_prompts": 8,
         "eval_prompts": 4,

@@ -104,3 +104,10 @@ def test_the_runs_own_judge_is_gated_while_it_is_served(config, monkeypatch):
     assert judge_gate(config) == "pairwise accuracy 0.52 <= always the reference 0.83"
     monkeypatch.setenv(SERVED_JUDGE_ENV, "/somewhere/else")  # another run's judge: the user's choice
     assert judge_gate(config) is None
+
+
+def test_the_gate_can_be_switched_off(config):
+    _write_judge(config, judge_eval(0.6, 0.4, 0.52))
+    off = config.model_copy(update={"genrm": config.genrm.model_copy(update={"gate": False})})
+    assert judge_gate(off) is None
+    assert "general" in [s.name for s in active_curriculum(off)[0].stages]
