@@ -76,7 +76,7 @@ def swe_rollouts(config: PipelineConfig, model, tokenizer) -> list[dict[str, Any
     containers, each beside its gold patch scored the same way (the control: it must score 1)."""
     import polars as pl
 
-    from flows.curriculum.prompts import encode_prompt
+    from flows.curriculum.prompts import encode_prompt, stop_ids
     from flows.curriculum.rewards import verifier_options
     from flows.store import DatasetStore
     from m1model.rl.evaluation import greedy_completions
@@ -92,12 +92,11 @@ def swe_rollouts(config: PipelineConfig, model, tokenizer) -> list[dict[str, Any
         .head(config.swe.eval_rollouts)
         .to_dicts()
     )
-    stop = (tokenizer.eos_token_id,) if tokenizer.eos_token_id is not None else ()
     answers = greedy_completions(
         model,
         [encode_prompt(tokenizer, r) for r in rows],
         max_new_tokens=config.eval.max_new_tokens,
-        stop_token_ids=stop,
+        stop_token_ids=stop_ids(tokenizer),
     )
     texts = [tokenizer.decode(a.token_ids, skip_special_tokens=True) for a in answers]
     verifier = default_registry(config.plugin_dirs).get("swe", **verifier_options(config)["swe"])

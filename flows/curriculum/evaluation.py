@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from flows.config import DataConfig, EvalConfig
-from flows.curriculum.prompts import encode_prompt
+from flows.curriculum.prompts import encode_prompt, stop_ids
 from flows.errors import InputError
 from m1model.rl.evaluation import PassRate, greedy_pass_rate
 
@@ -29,10 +29,9 @@ def pass_rate(
     """Which items the greedy answer solves (reward 1 under ``reward_fn(items, token_ids)``)."""
     if not rows:
         raise InputError("no evaluation items")
-    stop = (tokenizer.eos_token_id,) if tokenizer.eos_token_id is not None else ()
     prompts = [encode_prompt(tokenizer, r) for r in rows]
     return greedy_pass_rate(
-        model, prompts, rows, reward_fn, max_new_tokens=max_new_tokens, stop_token_ids=stop
+        model, prompts, rows, reward_fn, max_new_tokens=max_new_tokens, stop_token_ids=stop_ids(tokenizer)
     )
 
 

@@ -30,6 +30,11 @@ def encode_prompt(tokenizer, item: Mapping[str, Any]) -> list[int]:
     return list(tokenizer.encode(prompt_text(item), add_special_tokens=True))
 
 
+def stop_ids(tokenizer) -> tuple[int, ...]:
+    """The token ids that end a response: the tokenizer's EOS, when it has one."""
+    return (tokenizer.eos_token_id,) if tokenizer.eos_token_id is not None else ()
+
+
 def sft_examples(tokenizer, rows: Sequence[Mapping[str, Any]]) -> list[tuple[list[int], list[int]]]:
     """(prompt ids, answer ids + EOS): the model learns to answer in the verifier's format, then stop."""
     eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []

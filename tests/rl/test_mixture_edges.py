@@ -7,20 +7,7 @@ from __future__ import annotations
 import pytest
 
 from m1model.rl.mixture_weights import DynamicMixture, MixtureSettings
-from m1model.rl.rollout import Group, PromptPool, RolloutBatch
-
-
-class FakeTrainer:
-    def __init__(self, n: int):
-        self.pool = PromptPool([[1]] * n, list(range(n)))
-
-
-def batch_with(rewards_by_index: dict[int, list[float]]) -> RolloutBatch:
-    groups = [
-        Group(i, [1], [[2]] * len(rs), [[0.0]] * len(rs), ["stop"] * len(rs), list(rs))
-        for i, rs in rewards_by_index.items()
-    ]
-    return RolloutBatch(groups=groups, sampled_groups=groups)
+from tests.rl.test_curriculum_weighting import FakeTrainer, batch_with
 
 
 def mixture(keys, levels=None, **change) -> DynamicMixture:
