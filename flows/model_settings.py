@@ -1,7 +1,7 @@
-"""The pipeline's model and training settings (flows/config.py: ModelConfig, TrainConfig) as m1model's:
-a fresh model of the configured size, the SFT settings, the machine's torch threads.
+"""The pipeline's model and training settings (flows/config/training.py: ModelConfig, TrainConfig) as
+m1model's: a fresh model of the configured size, the SFT settings, the machine's torch threads.
 
-A shared module of the flows, beside config.py: the curriculum's base model, the judge's training
+A shared module of the flows, beside the config: the curriculum's base model, the judge's training
 (flows/genrm/), `m1 model init` and the benches all build and warm-start models from it, and none of
 them owns it. The RL trainer's settings are a stage's (`flows.curriculum.settings.rl_config`).
 """

@@ -1,0 +1,140 @@
+"""The sections of the task producers after curation: logic puzzles, code problems, SWE tasks, and the
+general domain with its generative reward model (`logic`, `code`, `swe`, `genrm`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from flows.config.base import EndpointConfig, Section
+from flows.config.training import ModelConfig
+
+# Logic tasks whose gold answers stay within 8 characters at levels 1-3, so that "<answer>...</answer>"
+# fits the 12-20 tokens the bundled tiny model generates (tests/tasks/test_logic.py holds it to that).
+SHORT_ANSWER_LOGIC_TASKS = [
+    "bit_manipulation",
+    "boolean_expressions",
+    "dyck_language",
+    "dyck_language_errors",
+    "object_counting",
+    "time_sequence",
+    "word_sorting_mistake",
+]
+
+
+class LogicTasksConfig(Section):
+    """SynLogic-style logic items as data (`{run}-synlogic`, flows/tasks/logic.py): items split evenly
+    over the tasks that have a band, and within a task over its band's levels (plus `headroom`)."""
+
+    enabled: bool = True
+    n_items: int = Field(420, ge=1, description="items to generate (before deduplication)")
+    tasks: list[str] | None = Field(
+        default_factory=lambda: list(SHORT_ANSWER_LOGIC_TASKS),
+        description="task names (`m1 logic list`); null: every task. Default: short answers (tiny model)",
+    )
+    calibrated: bool = Field(True, description="use the bands `m1 logic calibrate` stored, if any")
+    default_band: tuple[int, int] = Field(
+        (1, 2), description="difficulty band low..high of every task when no calibration is stored"
+    )
+    headroom: int = Field(
+        1, ge=0, description="levels above a band's top also generated, for stages that raise difficulty"
+    )
+    seed: int = 0
+
+    @field_validator("default_band")
+    @classmethod
+    def _band(cls, band: tuple[int, int]) -> tuple[int, int]:
+        if not 1 <= band[0] <= band[1]:
+            raise ValueError("expected 1 <= low <= high")
+        return band
+
+
+class CodeTasksConfig(Section):
+    """Programming problems with sandbox-checked test suites (`{run}-code`, flows/tasks/code.py), drawn
+    from the families in flows/data/code_problems round-robin."""
+
+    enabled: bool = True
+    n_problems: int = Field(34, ge=1, description="problems to generate (before deduplication)")
+    families: list[str] | None = Field(None, description="problem families; null: every family")
+    tests_per_problem: int = Field(5, ge=2, le=100, description="test inputs each family proposes")
+    seed: int = 0
+    time_limit_s: float = Field(2.0, gt=0, description="CPU seconds per test run (recorded per item)")
+    memory_mb: int = Field(512, ge=16, description="memory per test run (recorded per item)")
+    workers: int = Field(2, ge=1, description="problems checked at once, per shard")
+    testgen: EndpointConfig = Field(
+        EndpointConfig(), description="model proposing extra test inputs (verifiers/testgen.py)"
+    )
+    testgen_inputs: int = Field(8, ge=1, description="extra inputs asked of the testgen model per problem")
+
+
+class SWEConfig(Section):
+    """SWE tasks (flows/swe): real repositories from pinned sdists, bugs injected by AST mutation and
+    kept when the suite catches them, validated in their instance containers (Docker)."""
+
+    enabled: bool = Field(True, description="run the SWE subflow (needs the Docker engine)")
+    repos: list[str] = Field(
+        default_factory=lambda: ["cachetools", "isodate", "toolz"], description="bundled repository profiles"
+    )
+    repos_dir: str | None = Field(
+        None, description="where the task repositories live; default M1_HOME/swe/repos"
+    )
+    n_tasks: int = Field(3, ge=1, description="tasks to synthesise, spread over the repositories")
+    seed: int = 0
+    kinds: list[Literal["repair", "localize", "testgen"]] = Field(
+        default_factory=lambda: ["repair", "localize", "testgen"], description="items written per task"
+    )
+    workers: int = Field(2, ge=1, description="containers (and image builds) at a time")
+    candidates_per_task: int = Field(8, ge=1, description="mutants tried per wanted task before giving up")
+    wall_s: float = Field(180.0, gt=0, description="wall-clock limit of one test run")
+    memory_mb: int = Field(2048, ge=256, description="memory limit of one test run")
+    statement: EndpointConfig = Field(
+        EndpointConfig(), description="model that rewrites problem statements as issues (default: none)"
+    )
+    eval_rollouts: int = Field(
+        2,
+        ge=0,
+        description="repair tasks the final policy answers in `m1 run`'s evaluation, scored in containers",
+    )
+
+
+class GenRMConfig(Section):
+    """Generative reward models (flows/genrm): the general-domain data, the project's own judge (trained on
+    labelled responses to math, logic and general items, then served by `m1 serve model`), its evaluation,
+    and how the `genrm` judges call it."""
+
+    enabled: bool = Field(True, description="write {run}-general and train, evaluate and serve the judge")
+    gate: bool = Field(
+        True,
+        description="train on general tasks only when the run's judge beats the majority grade and "
+        "'always the reference' on its held-out labels (off: train on it anyway, e.g. to test the path)",
+    )
+    general_items: int = Field(200, ge=1, description="open-ended items written to {run}-general")
+    train_prompts: int = Field(120, ge=4, description="prompts per domain (math, logic, general) to train on")
+    eval_prompts: int = Field(24, ge=2, description="held-out prompts per domain to evaluate on")
+    judge_steps: int = Field(300, ge=1, description="SFT steps of the judge")
+    judge_lr: float = Field(2e-3, gt=0)
+    judge_batch_size: int = Field(16, ge=1)
+    judge_model: ModelConfig = Field(
+        ModelConfig(
+            hidden_size=96,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=24,
+            intermediate_size=192,
+            softmax_every=2,
+            vocab_size=1024,
+        ),
+        description="the judge's size (a softmax layer every 2: judging is mostly exact lookups)",
+    )
+    judge_max_tokens: int = Field(
+        16,
+        ge=1,
+        description="tokens the run's own judge may write per judgment: it answers `Grade: N` or "
+        "`Verdict: [[X]]` then EOS (a judge at M1_GENRM_URL that reasons takes M1_GENRM_MAX_TOKENS)",
+    )
+    k: int = Field(1, ge=1, description="judge samples averaged per five-grade judgment")
+    constraint_weight: float = Field(0.5, ge=0, description="pairwise judge: weight of the constraint rules")
+    port: int = Field(0, ge=0, le=65535, description="loopback port of the judge server; 0: a free one")
+    seed: int = 0
