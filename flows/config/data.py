@@ -11,12 +11,12 @@ from pydantic import Field, field_validator
 from flows.config.base import EndpointConfig, PolicyConfig, Section
 
 # The public schemas an ingested file may follow. The config names them (checking a config needs no
-# curation code, which imports the config); flows/curate/presets.py converts each, and a test keeps the two
+# curation code, which imports the config); flows/curate/presets/ converts each, and a test keeps the two
 # lists one (tests/curate/test_presets.py).
 PRESET_NAMES = ("gsm8k", "math", "numina", "humaneval", "mbpp", "apps", "codecontests", "swebench")
 _PRESET_HELP = (
     f"the file's public schema ({', '.join(PRESET_NAMES)}; "
-    "flows/curate/presets.py); default: detected from the columns, else columns by their usual names"
+    "flows/curate/presets/); default: detected from the columns, else columns by their usual names"
 )
 
 

@@ -4,7 +4,7 @@ A file that cannot be read at all is an InputError (one line, naming the file). 
 but are bad (a broken JSON line, an empty prompt, a duplicate id) go to quarantine with a reason.
 Missing ids are assigned from the source name and row number, and counted.
 
-Columns are read one of two ways: by a preset (flows/curate/presets.py: a public dataset's own schema,
+Columns are read one of two ways: by a preset (flows/curate/presets/: a public dataset's own schema,
 named, or detected when the file's columns are exactly one of its schemas), or by name (ALIASES, and
 the mapping for the rest). An explicit mapping wins over both for the columns it names.
 """
@@ -347,7 +347,7 @@ def load_items(
     preset: str | None = None,
 ) -> Ingested:
     """Read one file into canonical items; broken lines and invalid rows are quarantined with a reason.
-    `preset` names the public schema the file is in (flows/curate/presets.py); without one, a file
+    `preset` names the public schema the file is in (flows/curate/presets/); without one, a file
     whose columns are exactly a preset's is read by that preset."""
     path = Path(path)
     source = source or path.stem

@@ -1,4 +1,4 @@
-"""Ingest presets (flows/curate/presets.py) on small files in each public schema (tests/curate/data/presets:
+"""Ingest presets (flows/curate/presets/) on small files in each public schema (tests/curate/data/presets:
 the hub copies' field names and value types, written for these tests), read into items the verifiers
 score: detection, every preset's fields, an explicit mapping winning, and one-line errors naming the file,
 the row and the field."""
