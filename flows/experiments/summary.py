@@ -1,5 +1,6 @@
 """The algorithms experiment's outputs: steps.csv, summary.json, summary.md (the table: mean, standard
-error and 95% interval over seeds), reward.png and heldout.png.
+error and 95% interval over seeds), reward.png and heldout.png
+(the numbers: flows/experiments/estimates.py; the plots: flows/experiments/plots.py).
 
 Definitions (stated in summary.md too):
 
@@ -25,14 +26,14 @@ import csv
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from flows.atomic import atomic_path, atomic_write_text
 from flows.experiments.arms import BASELINE, Arm, Size
+from flows.experiments.estimates import ArmSummary, Estimate, summarise, summary_json
+from flows.experiments.plots import plot_heldout, plot_reward
 from flows.experiments.runs import RunResult
 from m1model.rl.evaluation import PassRate
 
@@ -73,120 +74,6 @@ def write_steps_csv(rows: Sequence[dict], path: Path) -> None:
         writer.writeheader()
         for row in rows:
             writer.writerow({k: ("" if row.get(k) is None else row[k]) for k in STEP_COLUMNS})
-
-
-def _curve(result: RunResult) -> np.ndarray:
-    return np.array([h["reward_mean"] for h in result.history if "reward_mean" in h])
-
-
-def _mean_over(history: list[dict[str, float]], key: str) -> float:
-    values = [h[key] for h in history if key in h]
-    return float(np.mean(values)) if values else float("nan")
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Mean over seeds with its standard error and Student-t 95% interval (None with one seed)."""
-
-    values: tuple[float, ...]
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.values)) if self.values else float("nan")
-
-    @property
-    def se(self) -> float | None:
-        n = len(self.values)
-        return float(np.std(self.values, ddof=1) / math.sqrt(n)) if n > 1 else None
-
-    @property
-    def interval(self) -> tuple[float, float] | None:
-        if self.se is None:
-            return None
-        half = float(stats.t.ppf(0.975, len(self.values) - 1)) * self.se
-        return self.mean - half, self.mean + half
-
-    def text(self, fmt: str = "{:.3f}") -> str:
-        if not self.values:
-            return "-"
-        return fmt.format(self.mean) + ("" if self.se is None else f" ± {fmt.format(self.se)}")
-
-    def interval_text(self, fmt: str = "{:.3f}") -> str:
-        return (
-            "-"
-            if self.interval is None
-            else f"{fmt.format(self.interval[0])} to {fmt.format(self.interval[1])}"
-        )
-
-
-@dataclass
-class ArmSummary:
-    arm: Arm
-    seeds: list[int]
-    after: Estimate  # held-out accuracy at the end
-    final: list[float | None]  # final training reward per seed (None for SFT)
-    reach: list[int | None]  # steps to reach DAPO's final held-out accuracy, per seed
-    clipped: list[float]
-    dropped: list[float]
-    entropy: list[float]
-    seconds: list[float]
-    curves: list[list[tuple[int, PassRate]]]
-
-
-def summarise(
-    results: Sequence[RunResult], arms: Sequence[Arm], window: int
-) -> tuple[list[ArmSummary], float]:
-    """Per arm, its numbers over seeds; and the target of 'steps to target' (DAPO's final held-out
-    accuracy, or the first arm's when there is no DAPO arm)."""
-    by_arm = {a.name: [r for r in results if r.arm == a.name] for a in arms}
-    base_runs = by_arm.get(BASELINE) or next(iter(by_arm.values()))
-    target = float(np.mean([r.heldout_after for r in base_runs]))
-    out = []
-    for arm in arms:
-        runs = by_arm[arm.name]
-        reach = []
-        for r in runs:
-            hit = [step for step, p in r.heldout_curve if step > 0 and p.rate >= target - 1e-12]
-            reach.append(hit[0] if hit else None)
-        out.append(
-            ArmSummary(
-                arm=arm,
-                seeds=[r.seed for r in runs],
-                after=Estimate(tuple(r.heldout_after for r in runs)),
-                final=[float(_curve(r)[-window:].mean()) if _curve(r).size else None for r in runs],
-                reach=reach,
-                clipped=[_mean_over(r.history, "clip_fraction") for r in runs],
-                dropped=[_mean_over(r.history, "masked_fraction") for r in runs],
-                entropy=[_mean_over(r.history, "entropy") for r in runs],
-                seconds=[r.seconds for r in runs],
-                curves=[r.heldout_curve for r in runs],
-            )
-        )
-    return out, target
-
-
-def summary_json(summaries: Sequence[ArmSummary], warm: PassRate) -> dict:
-    """The contract: {"heldout_items": N, "arms": {ARM: [{"seed", "heldout_before", "heldout_after",
-    "final_reward", "steps_to_target", "heldout_curve"}, ...]}}."""
-    return {
-        "heldout_items": warm.n,
-        "arms": {
-            s.arm.name: [
-                {
-                    "seed": seed,
-                    "heldout_before": warm.rate,
-                    "heldout_after": after,
-                    "final_reward": final,
-                    "steps_to_target": reach,
-                    "heldout_curve": [[step, p.rate] for step, p in curve],
-                }
-                for seed, after, final, reach, curve in zip(
-                    s.seeds, s.after.values, s.final, s.reach, s.curves, strict=True
-                )
-            ]
-            for s in summaries
-        },
-    }
 
 
 def _spread(values: Sequence[float | None], fmt: str = "{:.3f}") -> str:
@@ -296,81 +183,6 @@ def claim_check(summaries: Sequence[ArmSummary], steps: int) -> str:
             "so no ordering between them is claimed."
         )
     return " ".join(parts)
-
-
-def _style(ax, title: str, ylabel: str) -> None:
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel("RL step (generation batch; SFT: the same optimiser steps)")
-    ax.set_ylabel(ylabel)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-
-
-def _band(ax, steps, curves, label):
-    curves = np.asarray(curves, dtype=float)
-    mean = curves.mean(0)
-    std = curves.std(0, ddof=1) if len(curves) > 1 else np.zeros_like(mean)
-    (line,) = ax.plot(steps, mean, label=label, linewidth=1.6)
-    ax.fill_between(steps, mean - std, mean + std, color=line.get_color(), alpha=0.18)
-
-
-def _panels(arms: Sequence[Arm]) -> list[tuple[str, list[Arm]]]:
-    panels = [
-        ("baselines and algorithms", [a for a in arms if a.kind in ("baseline", "algorithm")]),
-        (
-            "section 5 stability options (on CISPO)",
-            [a for a in arms if a.name == "cispo" or a.kind == "stability"],
-        ),
-    ]
-    return [(t, a) for t, a in panels if a]
-
-
-def _figure(n_panels: int):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, n_panels, figsize=(6.5 * n_panels, 4.2), sharey=True, squeeze=False)
-    return plt, fig, axes[0]
-
-
-def _save(plt, fig, path: Path, title: str) -> Path:
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return path
-
-
-def plot_reward(results: Sequence[RunResult], arms: Sequence[Arm], path: Path, title: str) -> Path:
-    """Training reward against step per RL arm: mean over seeds, band ± one std."""
-    panels = [(t, [a for a in group if a.method == "rl"]) for t, group in _panels(arms)]
-    plt, fig, axes = _figure(len(panels))
-    for ax, (name, group) in zip(axes, panels, strict=True):
-        for arm in group:
-            curves = [_curve(r) for r in results if r.arm == arm.name]
-            if curves and curves[0].size:
-                _band(ax, np.arange(1, len(curves[0]) + 1), curves, arm.name)
-        _style(ax, name, "mean sampled reward (band: ± 1 std over seeds)")
-    return _save(plt, fig, path, title)
-
-
-def plot_heldout(
-    results: Sequence[RunResult], arms: Sequence[Arm], warm: PassRate, path: Path, title: str
-) -> Path:
-    """Held-out accuracy against step per arm (SFT continued included), the warm start dashed."""
-    plt, fig, axes = _figure(len(_panels(arms)))
-    for ax, (name, group) in zip(axes, _panels(arms), strict=True):
-        for arm in group:
-            runs = [r for r in results if r.arm == arm.name]
-            if runs:
-                steps = [s for s, _ in runs[0].heldout_curve]
-                _band(ax, steps, [[p.rate for _, p in r.heldout_curve] for r in runs], arm.name)
-        ax.axhline(warm.rate, color="grey", linestyle="--", linewidth=1, label="warm start")
-        _style(ax, name, f"held-out accuracy, {warm.n} items (band: ± 1 std over seeds)")
-    return _save(plt, fig, path, title)
 
 
 def markdown(

@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.experiments.arms import ARMS, QUICK, select
+from flows.experiments.estimates import Estimate, summarise, summary_json
 from flows.experiments.runs import RunResult
-from flows.experiments.summary import Estimate, claim_check, goals_check, summarise, summary_json
+from flows.experiments.summary import claim_check, goals_check
 from m1model.rl.evaluation import PassRate
 
 
