@@ -7,11 +7,12 @@ Missing ids are assigned from the source name and row number, and counted.
 Columns are read one of two ways: by a preset (flows/curate/presets/: a public dataset's own schema,
 named, or detected when the file's columns are exactly one of its schemas), or by name (ALIASES, and
 the mapping for the rest). An explicit mapping wins over both for the columns it names.
+
+The files themselves, as stored, are read by flows/curate/readers.py; this module maps their rows.
 """
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from flows.curate import presets
+from flows.curate.readers import as_text, detect_format, read_raw
 from flows.errors import InputError
 from flows.jsonl import read_jsonl
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON, validate_items
@@ -35,37 +37,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "task": ("task", "type", "category"),
     "metadata": ("metadata",),
 }
-JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 META_PREFIX = "metadata."
-
-
-def detect_format(path: Path) -> str:
-    if path.is_dir():
-        if any((path / f).exists() for f in ("dataset_info.json", "state.json", "dataset_dict.json")):
-            return "hf"
-        raise InputError(f"{path}: a directory but not a Hugging Face dataset saved with save_to_disk")
-    if path.suffix in JSONL_SUFFIXES:
-        return "jsonl"
-    if path.suffix == ".parquet":
-        return "parquet"
-    raise InputError(f"{path}: unknown file type {path.suffix!r} (use .jsonl, .parquet or a datasets folder)")
-
-
-def read_raw(path: str | Path, split: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(rows as stored, broken lines). Broken lines have `line`, `raw` and `reason` columns."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: file not found")
-    fmt = detect_format(path)
-    broken = pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String})
-    if fmt == "jsonl":
-        return _read_jsonl(path)
-    if fmt == "parquet":
-        try:
-            return pl.read_parquet(path), broken
-        except Exception as exc:  # polars raises several types for corrupt files
-            raise InputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
-    return _read_hf(path, split), broken
 
 
 def read_table(path: str | Path, *, strict: bool = True, split: str | None = None) -> pl.DataFrame:
@@ -77,49 +49,6 @@ def read_table(path: str | Path, *, strict: bool = True, split: str | None = Non
         more = f" (+{broken.height - 1} more)" if broken.height > 1 else ""
         raise InputError(f"{path}: line {first['line']}: {first[QUARANTINE_REASON]}{more}")
     return rows
-
-
-def _read_jsonl(path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
-    good: list[bytes] = []
-    bad: list[tuple[int, str, str]] = []
-    for line in read_jsonl(path):
-        if line.problem:
-            bad.append((line.number, line.text[:2000], line.problem))
-        else:
-            good.append(line.raw)
-    broken = pl.DataFrame(
-        bad, schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String}, orient="row"
-    )
-    if not good:
-        return pl.DataFrame(), broken
-    try:
-        rows = pl.read_ndjson(io.BytesIO(b"\n".join(good)), infer_schema_length=None)
-    except Exception:  # noqa: BLE001 - mixed types across lines: fall back to text values
-        records = [json.loads(line) for line in good]
-        rows = pl.DataFrame(
-            [{k: _as_text(v) for k, v in r.items()} for r in records], infer_schema_length=None
-        )
-    return rows, broken
-
-
-def _as_text(value) -> str | None:
-    return value if value is None or isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _read_hf(path: Path, split: str | None) -> pl.DataFrame:
-    import datasets
-
-    try:
-        ds = datasets.load_from_disk(str(path))
-    except Exception as exc:  # noqa: BLE001 - datasets raises many types for unreadable folders
-        raise InputError(f"{path}: not a readable datasets folder ({str(exc).splitlines()[0]})") from None
-    if isinstance(ds, datasets.DatasetDict):
-        names = list(ds)
-        chosen = split or ("train" if "train" in ds else names[0] if len(names) == 1 else None)
-        if chosen not in ds:
-            raise InputError(f"{path}: choose a split with --split (has: {', '.join(names)})")
-        ds = ds[chosen]
-    return pl.from_arrow(ds.data.table)
 
 
 @dataclass
@@ -240,7 +169,7 @@ def _text(col: pl.Series) -> pl.Series:
         return col
     if col.dtype.is_numeric() or col.dtype == pl.Boolean:
         return col.cast(pl.String)
-    return pl.Series([_as_text(v) for v in col.to_list()], dtype=pl.String)
+    return pl.Series([as_text(v) for v in col.to_list()], dtype=pl.String)
 
 
 def _metadata(
@@ -313,7 +242,7 @@ def preset_items(
         meta = kept | got.metadata | {key: row[src] for key, src in meta_keys.items()}
         fields = {"id": got.id, "source": None, "domain": preset.domain, "task": got.task}
         fields |= {"prompt": got.prompt, "reference": got.reference}
-        fields |= {c: _as_text(row[src]) for c, src in canonical.items() if c != "metadata"}
+        fields |= {c: as_text(row[src]) for c, src in canonical.items() if c != "metadata"}
         if "metadata" in canonical:  # the file's own metadata column: its keys join the preset's
             own = row[canonical["metadata"]]
             own = json.loads(own) if isinstance(own, str) else own

@@ -10,7 +10,8 @@ import json
 import polars as pl
 import pytest
 
-from flows.curate.ingest import detect_format, load_items, read_raw, read_table, to_items
+from flows.curate.ingest import load_items, read_table, to_items
+from flows.curate.readers import detect_format, read_raw
 from flows.errors import InputError
 from flows.schema import ITEM_COLUMNS
 

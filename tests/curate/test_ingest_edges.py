@@ -8,7 +8,8 @@ import json
 import polars as pl
 import pytest
 
-from flows.curate.ingest import read_raw, read_table
+from flows.curate.ingest import read_table
+from flows.curate.readers import read_raw
 from flows.errors import InputError
 
 
