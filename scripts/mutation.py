@@ -52,6 +52,17 @@ class Package:
     note: str = ""
 
 
+# Fast tests that take 20-50 s each: deselected, since every mutant that survives them would run them again.
+# They still run in CI; leaving them out only makes the measured kill rates lower bounds.
+SLOW_FAST_TESTS = [
+    "--deselect",
+    "tests/rl/test_evaluation.py::test_the_run_the_stages_and_the_experiments_evaluate_through_one_function",
+    "--deselect",
+    "tests/rl/test_train_flow.py::test_cli_list_stages_json",
+    "--deselect",
+    "tests/rl/test_train_flow.py::test_cli_list_stages_and_bad_stage",
+]
+
 PACKAGES = [
     Package(
         "store",
@@ -79,7 +90,74 @@ PACKAGES = [
             "tests/rl/test_loss_values.py",
             "tests/rl/test_rl_wiring.py",
             "tests/rl/test_two_ranks_in_process.py",  # the multi-rank paths, rank 0 in the pytest process
+            # the greedy evaluation, the length-bias monitor and the mixture weights (moved into m1model/rl)
+            "tests/rl/test_evaluation.py",
+            "tests/rl/test_length_growth.py",
+            "tests/rl/test_mixture_edges.py",
+            "tests/genrm/test_length_bias.py",
+            "tests/experiments/test_algorithms.py",
+            *SLOW_FAST_TESTS,
         ],
+        "the whole of m1model/rl: trainer hooks (length_bias.py, mixture_weights.py) and the greedy evaluation"
+        " (evaluation.py) included",
+    ),
+    Package(
+        "curriculum",
+        [
+            f"flows/curriculum/{name}.py"
+            for name in "__init__ base evaluation fingerprint layout mixture plan prompts report rewards settings"
+            " stage step_log".split()
+        ],
+        [
+            "tests/rl/test_stage_plan.py",
+            "tests/rl/test_heldout_split.py",
+            "tests/rl/test_evaluation.py",
+            "tests/rl/test_curriculum_weighting.py",
+            "tests/rl/test_mixture_edges.py",
+            "tests/rl/test_train_flow.py",
+            "tests/rl/test_faults.py",
+            "tests/verifiers/test_scoring.py",
+            "tests/genrm/test_length_bias.py",
+            "tests/genrm/test_judge_gate.py",
+            "tests/curate/test_preset_benchmarks_evaluate.py",
+            *SLOW_FAST_TESTS,
+        ],
+        "launch.py and worker.py (starting torchrun and its workers) are left out: only the distributed tests,"
+        " slow, run them; the fast tests that take 20-50 s each (the stage CLI in a subprocess, the evaluation"
+        " through a tiny trained run, the learning ladder's rung 1) are deselected: each survivor would run them",
+    ),
+    Package(
+        "genrm",
+        ["flows/genrm"],
+        ["tests/genrm"],
+        "the judges, Swiss rounds and judge evaluation (verifiers/genrm) are in the verifiers package;"
+        " flow.py's Prefect flow is a decorated function, which mutmut does not mutate",
+    ),
+    Package(
+        "swe",
+        ["flows/swe"],
+        ["tests/swe", "tests/foundation/test_prerequisites.py"],
+        "SWE grading and bug mutation (verifiers/swe) are in the verifiers package; flow.py's Prefect flow and"
+        " tasks are decorated functions; synthesis and validation against real repositories run in the docker"
+        " tests, their outcome handling in tests/swe/test_outcomes.py on recorded test logs",
+    ),
+    Package(
+        "tasks",
+        ["flows/tasks"],
+        ["tests/tasks", "tests/foundation/test_prerequisites.py"],
+        "the Prefect flows and tasks are decorated functions, which mutmut does not mutate",
+    ),
+    Package(
+        "experiments",
+        ["flows/experiments/summary.py", "flows/experiments/estimates.py"],
+        ["tests/experiments"],
+        "the experiment's own arithmetic (estimates over seeds, the summary table and checks); the runs"
+        " themselves train models (slow)",
+    ),
+    Package(
+        "serving",
+        ["m1model/serving"],
+        ["tests/genrm/test_server.py", "tests/genrm/test_serving_limits.py"],
     ),
     Package(
         "curate",
@@ -114,7 +192,8 @@ PACKAGES = [
         [
             *(
                 f"verifiers/{name}.py"
-                for name in "base code constraints deadline endpoint format math math_fast pool service testgen".split()
+                for name in "base code constraints deadline endpoint format math math_fast pool scoring service"
+                " testgen".split()
             ),
             "verifiers/genrm",
             "verifiers/swe",
@@ -123,8 +202,12 @@ PACKAGES = [
             "tests/verifiers",
             "tests/genrm/test_judges.py",
             "tests/genrm/test_judge_edges.py",
+            "tests/genrm/test_pairwise_eval.py",  # judge evaluation and Swiss rounds (verifiers/genrm)
+            "tests/genrm/test_swiss_eval.py",
+            "tests/genrm/test_swiss_rounds.py",
             "tests/swe/test_units.py",
             "tests/swe/test_grading.py",
+            "tests/swe/test_outcomes.py",  # bug mutation and grading outcomes (verifiers/swe)
             "tests/scale/test_serve_auth.py",
         ],
         "the SWE verifier's container runs and the code verifier's Docker backend run only in the docker tests",
@@ -156,6 +239,7 @@ PACKAGES = [
             "tests/sandboxes/test_swe_image_specs.py",
             "tests/sandboxes/test_swe_run_script.py",
             "tests/sandboxes/test_process_pieces.py",
+            "tests/swe/test_grading.py",  # the SWE run script's logs, parsed
         ],
         "the Docker backend and SWE images (container.py, swe_images.py, swe_run.py, images.py) are covered by"
         " fast tests against a client that records the docker SDK calls, and by bash running the SWE script;"
