@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from flows.data.synthetic_math import DAYS, ITEMS, NAMES, PLACES
+from flows.data.word_problems import DAYS, ITEMS, NAMES, PLACES
 from flows.schema import ITEM_COLUMNS, validate_items
 
 KEY_KINDS: dict[str, list[str]] = {

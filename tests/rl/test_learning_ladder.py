@@ -27,7 +27,7 @@ from flows.curriculum.base import base_tokenizer
 from flows.curriculum.evaluation import pass_rate
 from flows.curriculum.prompts import encode_prompt, sft_examples
 from flows.curriculum.settings import rl_config
-from flows.data.synthetic_math import _gift
+from flows.data.word_problems import _gift
 from flows.experiments.runs import reward_fn
 from flows.model_settings import fresh_model, sft_config
 from m1model import Engine, SamplingParams
@@ -85,7 +85,7 @@ RUNG2_STEPS = 30
 
 
 def sums(n: int) -> list[dict]:
-    """Distinct one-digit-sum word problems from the bundled generator (flows/data/synthetic_math.py)."""
+    """Distinct one-digit-sum word problems from the bundled generator (flows/data/word_problems.py)."""
     rng, seen, out = random.Random(5), set(), []
     while len(out) < n:
         p = _gift(rng)
