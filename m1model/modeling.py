@@ -13,6 +13,12 @@ Left padding is supported everywhere: pads are zeroed before they enter a lightn
 softmax attention, and RoPE positions count real tokens only, so a padded row gives the same result as the
 unpadded sequence. Right padding without a cache needs none of that (no real token sees a later pad).
 Module and parameter names equal the on-disk names of MiniMax checkpoints (see m1model/checkpoint.py).
+
+Why one file over 400 lines: Hugging Face keeps a model in one `modeling_*.py`, and this one mirrors
+transformers' modeling_minimax.py layer for layer (RMSNorm, the two attentions, the MoE, the decoder
+layer, the model, the LM head), so the two read side by side and a change to one is checked against the
+other in one place. What is not the model's math lives beside it: the config (config.py), the caches
+(cache.py), checkpoint files (checkpoint.py), the kernels (kernels/).
 """
 
 from __future__ import annotations

@@ -20,6 +20,12 @@ informative groups is reached, with that count all-reduced, so every rank runs t
 same number of optimizer steps. Hooks and metrics see every rank's groups (gathered), so the curriculum's
 weights move identically everywhere. The loss keeps Eq. 4's normalisation over the global batch: see
 `update`.
+
+Why one file over 400 lines: it is one class, `RLTrainer`, whose methods share its state (model, engine,
+optimiser, hooks, length window, step) and together are the step above, read top to bottom; its settings
+(`RLConfig`) sit with it. Every part that stands on its own already lives beside it: rollout.py,
+advantages.py, losses.py, optim.py, window.py, checkpoint.py, distributed.py. Spreading the class's
+methods over files would make a reader follow one step through several.
 """
 
 from __future__ import annotations
