@@ -323,6 +323,16 @@ def verdicts(work: Path) -> dict[str, str]:
     return found
 
 
+NO_MUTANT = "x__no_such_mutant__"
+
+
+def generate(work: Path, log: Path) -> None:
+    """Mutate a package's copy and collect its test stats without running a mutant, so that a first
+    --sample has mutants to draw from: mutmut generates the mutants and runs the stats, then stops, its
+    filter matching nothing (its exit status says so; the stats are kept for the run that follows)."""
+    mutmut(work, "run", NO_MUTANT, log=log)
+
+
 def sample(work: Path, n: int, seed: int = 0) -> list[str]:
     """A seeded uniform sample of the mutants not checked yet, recorded in <work>/sample.txt."""
     unchecked = sorted(name for name, status in verdicts(work).items() if status == "not checked")
@@ -475,6 +485,8 @@ def main() -> None:
                 flush=True,
             )
             rc = mutmut(work, "run", *recheck, timeout=limit, log=log)
+        if args.sample and not args.recheck_only and not (work / "mutants" / "mutmut-stats.json").exists():
+            generate(work, log)  # a fresh copy: no mutants to draw a sample from yet
         left = limit - (time.time() - t0) if limit else None
         chosen = sample(work, args.sample) if args.sample and not args.recheck_only else []
         if rc == 0 and not args.recheck_only and (left is None or left > 0):
