@@ -1,7 +1,8 @@
 """The curation flow: ingest -> clean -> exact dedup -> MinHash dedup (-> embedding dedup) -> SFT
 separation -> decontamination -> answer check (-> pass rate), then the dataset store.
 
-Thin by design: every step is a library function of flows/curate run as a Prefect task over shards.
+Thin by design: every step is a `Step` of flows/curate/steps.py (a library function of flows/curate
+with its name and settings), run as a Prefect task over shards by flows/curate/step_tasks.py.
 Row-wise steps map over row-range shards; exact dedup maps over shards partitioned by the hash of the
 normalised text (so equal texts meet in one shard); MinHash and embedding dedup map the expensive half
 (signatures, embeddings) and reduce the cheap half (banding, neighbour search, clustering) once over the
@@ -28,23 +29,26 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.artifacts import artifact_key
-from flows.config import (
-    CleanConfig,
-    CurateConfig,
-    DataConfig,
-    MinhashConfig,
-    PassRateConfig,
-    PipelineConfig,
-    SourceConfig,
-)
+from flows.config import DataConfig, PipelineConfig, SourceConfig
 from flows.curate import guard
 from flows.curate.guard import Span, reason_kind
 from flows.curate.ingest import ALIASES, Ingested, load_items, read_benchmark, read_table
-from flows.curate.result import StepResult, merge_results
+from flows.curate.result import StepResult
+from flows.curate.step_tasks import map_reduce, mapped
+from flows.curate.steps import (
+    AnswerCheck,
+    Clean,
+    Decontaminate,
+    EmbeddingDedup,
+    ExactDedup,
+    MinhashDedup,
+    PassRate,
+    SeparateSFT,
+)
 from flows.curate.text import normalized
 from flows.datasets import CURATED, dataset_name
 from flows.errors import ConfigError, InputError
-from flows.runner import CACHED, RETRY, ROW, Tasks, fingerprint, on_runner, shards
+from flows.runner import CACHED, ROW, Tasks, fingerprint, on_runner
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON
 from flows.store import DatasetStore
 from verifiers.scoring import DEFAULT_VERIFIERS
@@ -62,106 +66,6 @@ def generate_task(cfg: DataConfig) -> Ingested:
 
     valid, bad = validate_items(generate_for(cfg))
     return Ingested(valid, bad, 0, valid.height + bad.height)
-
-
-@task(name="clean", **CACHED, **RETRY)
-def clean_task(shard: pl.DataFrame, c: CleanConfig) -> StepResult:
-    from flows.curate.clean import clean
-
-    return clean(shard, endpoint=c.rewrite.client() if c.rewrite.url else None)
-
-
-@task(name="exact-dedup", **CACHED)
-def exact_task(shard: pl.DataFrame) -> StepResult:
-    from flows.curate.dedup import exact_dedup
-
-    return exact_dedup(shard)
-
-
-@task(name="minhash-sketch", **CACHED)
-def sketch_task(shard: pl.DataFrame, c: MinhashConfig):
-    from flows.curate.minhash import Sketch
-
-    return Sketch.of(shard["prompt"], c.num_perm, c.shingle_size, c.mode)
-
-
-@task(name="minhash-dedup", **CACHED)
-def minhash_task(df: pl.DataFrame, sketches: list, c: MinhashConfig) -> StepResult:
-    from flows.curate.dedup import minhash_dedup
-    from flows.curate.minhash import Sketch
-
-    return minhash_dedup(
-        df,
-        c.threshold,
-        c.num_perm,
-        c.shingle_size,
-        mode=c.mode,
-        sketch=Sketch.concat(sketches),
-    )
-
-
-@task(name="embed", **CACHED)
-def embed_task(shard: pl.DataFrame):
-    from flows.curate.embed import embed
-
-    return embed(shard["prompt"])
-
-
-@task(name="embedding-dedup", **CACHED)
-def embedding_task(df: pl.DataFrame, vectors: list, threshold: float) -> StepResult:
-    import numpy as np
-
-    from flows.curate.dedup import embedding_dedup
-
-    return embedding_dedup(df, threshold, embeddings=np.concatenate(vectors))
-
-
-@task(name="sft-separation", **CACHED)
-def separate_task(shard: pl.DataFrame, sft: pl.DataFrame, c: MinhashConfig) -> StepResult:
-    from flows.curate.dedup import separate_from
-
-    return separate_from(
-        shard, sft, method="minhash", threshold=c.threshold, num_perm=c.num_perm, shingle_size=c.shingle_size
-    )
-
-
-@task(name="decontaminate", **CACHED)
-def decontaminate_task(
-    shard: pl.DataFrame, benchmarks: dict[str, pl.DataFrame], c: CurateConfig
-) -> StepResult:
-    from flows.curate.contamination import decontaminate
-
-    return decontaminate(
-        shard,
-        benchmarks,
-        ngram=c.contamination.ngram,
-        embedding_threshold=c.embedding.threshold if c.embedding.enabled else None,
-    )
-
-
-@task(name="answer-check", **CACHED)
-def answers_task(shard: pl.DataFrame) -> StepResult:
-    from flows.curate.answers import extract_answers
-
-    return extract_answers(shard)
-
-
-@task(name="pass-rate", **CACHED, **RETRY)
-def passrate_task(
-    shard: pl.DataFrame,
-    c: PassRateConfig,
-    default_policy: str | None,
-    policy_id: str,  # the policy's fingerprint: a retrained model at the same path is a new cache key
-    verifiers: dict[str, str],
-    plugin_dirs: list[str],
-) -> StepResult:
-    from flows.curate.passrate import passrate_filter
-    from flows.policy import make_sampler
-
-    sampler = make_sampler(c.policy, default_checkpoint=default_policy, template="{prompt}\n")
-    return passrate_filter(
-        shard, sampler, k=c.k, low=c.low, high=c.high, verifiers=verifiers, plugin_dirs=plugin_dirs
-    )
 
 
 def sources(config: PipelineConfig) -> list[SourceConfig]:
@@ -231,11 +135,6 @@ PASS_RATE_POLICY = (
 )
 
 
-def mapped(tasks: Tasks, step, df: pl.DataFrame, n: int, *args, by: pl.Expr | None = None) -> StepResult:
-    """Run a row-wise step over shards and merge the results back into input order."""
-    return merge_results(tasks.map(step, shards(df, n, by), *args), order_by=ROW)
-
-
 @flow(name="m1-curate", flow_run_name="{config.name}-curate", log_prints=True)
 def curate_flow(config: PipelineConfig = PipelineConfig(), pass_rate: bool = True) -> dict:  # noqa: B008
     """Curate RL items into the dataset store; returns the curated dataset's manifest (as a dict) and
@@ -300,23 +199,20 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
         return res.kept
 
     if c.clean.enabled:
-        df = record(mapped(tasks, clean_task, df, n, c.clean))
-    df = record(mapped(tasks, exact_task, df, n, by=normalized(pl.col("prompt"))))
-    sketches = tasks.map(sketch_task, shards(df, n), c.minhash)
-    df = record(tasks.one(minhash_task, df, sketches, c.minhash))
+        df = record(mapped(tasks, Clean(c.clean), df, n))
+    df = record(mapped(tasks, ExactDedup(), df, n, by=normalized(pl.col("prompt"))))
+    df = record(map_reduce(tasks, MinhashDedup(c.minhash), df, n))
     if c.embedding.enabled:
-        vectors = tasks.map(embed_task, shards(df, n))
-        df = record(tasks.one(embedding_task, df, vectors, c.embedding.threshold))
+        df = record(map_reduce(tasks, EmbeddingDedup(c.embedding.threshold), df, n))
     if c.sft_path:
-        sft = read_table(c.sft_path, strict=True)
-        df = record(mapped(tasks, separate_task, df, n, sft, c.minhash))
-    df = record(mapped(tasks, decontaminate_task, df, n, benchmarks(config.data), c))
-    df = record(mapped(tasks, answers_task, df, n))
+        df = record(mapped(tasks, SeparateSFT(read_table(c.sft_path, strict=True), c.minhash), df, n))
+    df = record(mapped(tasks, Decontaminate(benchmarks(config.data), c), df, n))
+    df = record(mapped(tasks, AnswerCheck(), df, n))
     if c.pass_rate.enabled and pass_rate:
         if not c.pass_rate.policy.configured:
             raise ConfigError(PASS_RATE_POLICY)
-        args = (c.pass_rate, None, c.pass_rate.policy.model_dump_json(), {}, config.plugin_dirs)
-        df = record(mapped(tasks, passrate_task, df, n, *args), guarded=False)  # kept share: the policy's
+        step = PassRate(c.pass_rate, None, c.pass_rate.policy.model_dump_json(), {}, config.plugin_dirs)
+        df = record(mapped(tasks, step, df, n), guarded=False)  # kept share: the policy's
 
     manifest = write_outputs(store, config, items, df, quarantine, results, mappings)
     logger.info("%d of %d tasks resumed from cache", tasks.cached, len(tasks.states))
@@ -435,8 +331,8 @@ def pass_rate_steps(config: PipelineConfig, datasets: list[str], default_policy:
     for name in datasets:
         before = store.manifest(name)
         df = store.read(name).with_row_index(ROW)
-        args = (c, default_policy, policy_id, DEFAULT_VERIFIERS, config.plugin_dirs)
-        res = mapped(tasks, passrate_task, df, config.runner.shards, *args)
+        step = PassRate(c, default_policy, policy_id, DEFAULT_VERIFIERS, config.plugin_dirs)
+        res = mapped(tasks, step, df, config.runner.shards)
         old_quarantine = store.quarantine(name)
         removed = res.removed.drop(ROW).with_columns(pl.lit("pass-rate").alias("step"))
         quarantine = pl.concat(

@@ -26,18 +26,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import polars as pl
-from prefect import flow, task
+from prefect import flow
 
 from flows.config import CodeTasksConfig, PipelineConfig
-from flows.curate.flow import mapped
-from flows.curate.result import StepResult, merge_results, split_by_reason
+from flows.curate.result import StepResult, split_by_reason
+from flows.curate.step_tasks import mapped, once, over
 from flows.datasets import CODE, CURATED, SYNLOGIC, dataset_name
 from flows.errors import ConfigError
-from flows.runner import CACHED, RETRY, ROW, Tasks, on_runner
+from flows.runner import ROW, Tasks, on_runner
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore
 from flows.tasks.publish import Steps, publish, source_hash, write
-from flows.tasks.steps import answer_check, chunks, deduplicate, schema_task
+from flows.tasks.steps import Schema, answer_check, chunks, deduplicate
 from sandboxes.prerequisites import PROCESS_SANDBOX
 
 AGAINST = (CURATED, SYNLOGIC)
@@ -111,57 +111,81 @@ def _row(spec: Spec, cfg: CodeTasksConfig) -> dict:
     return row | item | {"reason": checked.error}
 
 
-@task(name="test-suites", **CACHED)
-def suites_task(specs: list[Spec], cfg: CodeTasksConfig, families: str) -> StepResult:
-    """Draw each problem and build its suite in the sandbox (`cfg.workers` problems at once). `families`
-    is a hash of the families' source, so a changed family misses the cache."""
-    with ThreadPoolExecutor(cfg.workers) as pool:  # the work happens in sandboxed processes
-        rows = list(pool.map(lambda s: _row(s, cfg), specs))
-    df = pl.DataFrame(rows, schema={**ITEM_COLUMNS, ROW: pl.Int64, "reason": pl.String})
-    return split_by_reason(
-        df.drop("reason"), df["reason"], "test-suites", "every test from the reference run in the sandbox"
-    )
+@dataclass(frozen=True)
+class Suites:
+    """Draw each problem of a chunk of the plan and build its suite in the sandbox (`cfg.workers`
+    problems at once). `families` is a hash of the families' source, so a changed family misses the cache."""
+
+    name = "test-suites"
+    removes = "problems whose reference fails or disagrees on an input, or whose suite is too weak"
+    retry = False
+    cfg: CodeTasksConfig
+    families: str
+
+    def run(self, rows: list[Spec]) -> StepResult:
+        with ThreadPoolExecutor(self.cfg.workers) as pool:  # the work happens in sandboxed processes
+            made = list(pool.map(lambda s: _row(s, self.cfg), rows))
+        df = pl.DataFrame(made, schema={**ITEM_COLUMNS, ROW: pl.Int64, "reason": pl.String})
+        return split_by_reason(
+            df.drop("reason"), df["reason"], "test-suites", "every test from the reference run in the sandbox"
+        )
 
 
-@task(name="testgen", **CACHED, **RETRY)
-def testgen_task(shard: pl.DataFrame, cfg: CodeTasksConfig) -> StepResult:
+@dataclass(frozen=True)
+class Testgen:
     """Extra tests from inputs the `code.testgen` model proposes (kept where the solutions agree). A
     reply that cannot be used leaves the problem with its bundled tests (said in its metadata); an
     endpoint that is down fails the step, retried as transient (flows/runner.py)."""
-    from flows.data.code_problems import problem
-    from flows.tasks.suites import extra_tests, limits_for
-    from verifiers.endpoint import EndpointError, EndpointUnavailable
 
-    endpoint, limits = cfg.testgen.client(), limits_for(cfg.time_limit_s, cfg.memory_mb)
+    name = "testgen"
+    removes = "nothing: it adds tests"
+    retry = True
+    cfg: CodeTasksConfig
 
-    def extend(metadata: str) -> str:
-        meta = json.loads(metadata)
-        p = problem(meta["family"], meta["seed"], cfg.tests_per_problem)
-        try:
-            tests, proposed = extra_tests(p, endpoint, cfg.testgen_inputs, limits)
-        except EndpointUnavailable:
-            raise
-        except EndpointError as exc:
-            return json.dumps(meta | {"testgen_error": str(exc)}, sort_keys=True)
-        known = {json.dumps(t, sort_keys=True) for t in meta["tests"]}
-        new = [t for t in tests if json.dumps(t, sort_keys=True) not in known]
-        meta |= {"tests": meta["tests"] + new, "testgen": {"proposed": proposed, "added": len(new)}}
-        return json.dumps(meta, sort_keys=True)
+    def run(self, rows: pl.DataFrame) -> StepResult:
+        from flows.data.code_problems import problem
+        from flows.tasks.suites import extra_tests, limits_for
+        from verifiers.endpoint import EndpointError, EndpointUnavailable
 
-    with ThreadPoolExecutor(cfg.workers) as pool:
-        metadata = list(pool.map(extend, shard["metadata"]))
-    kept = shard.with_columns(pl.Series("metadata", metadata, dtype=pl.String))
-    reason = f"tests added from inputs proposed by {cfg.testgen.url}, where the solutions agree"
-    return split_by_reason(kept, pl.Series([None] * kept.height, dtype=pl.String), "testgen", reason)
+        shard, cfg = rows, self.cfg
+        endpoint, limits = cfg.testgen.client(), limits_for(cfg.time_limit_s, cfg.memory_mb)
+
+        def extend(metadata: str) -> str:
+            meta = json.loads(metadata)
+            p = problem(meta["family"], meta["seed"], cfg.tests_per_problem)
+            try:
+                tests, proposed = extra_tests(p, endpoint, cfg.testgen_inputs, limits)
+            except EndpointUnavailable:
+                raise
+            except EndpointError as exc:
+                return json.dumps(meta | {"testgen_error": str(exc)}, sort_keys=True)
+            known = {json.dumps(t, sort_keys=True) for t in meta["tests"]}
+            new = [t for t in tests if json.dumps(t, sort_keys=True) not in known]
+            meta |= {"tests": meta["tests"] + new, "testgen": {"proposed": proposed, "added": len(new)}}
+            return json.dumps(meta, sort_keys=True)
+
+        with ThreadPoolExecutor(cfg.workers) as pool:
+            metadata = list(pool.map(extend, shard["metadata"]))
+        kept = shard.with_columns(pl.Series("metadata", metadata, dtype=pl.String))
+        reason = f"tests added from inputs proposed by {cfg.testgen.url}, where the solutions agree"
+        return split_by_reason(kept, pl.Series([None] * kept.height, dtype=pl.String), "testgen", reason)
 
 
-@task(name="reference-check", **CACHED)
-def reference_task(shard: pl.DataFrame, cfg: CodeTasksConfig) -> StepResult:
+@dataclass(frozen=True)
+class ReferenceCheck:
     """The `code` verifier must score every reference 1 (it is the SFT warm start's target)."""
-    from verifiers.code import CodeVerifier
 
-    verifier = CodeVerifier(time_limit_s=cfg.time_limit_s, memory_mb=cfg.memory_mb, workers=cfg.workers)
-    return answer_check(shard, verifier, "reference-check", "the code verifier scores each reference 1")
+    name = "reference-check"
+    removes = "problems whose reference the code verifier does not score 1"
+    retry = False
+    cfg: CodeTasksConfig
+
+    def run(self, rows: pl.DataFrame) -> StepResult:
+        from verifiers.code import CodeVerifier
+
+        c = self.cfg
+        verifier = CodeVerifier(time_limit_s=c.time_limit_s, memory_mb=c.memory_mb, workers=c.workers)
+        return answer_check(rows, verifier, "reference-check", "the code verifier scores each reference 1")
 
 
 def preflight(config: PipelineConfig) -> list[Spec]:
@@ -189,12 +213,12 @@ def code_steps(config: PipelineConfig) -> dict:
     specs = plan(cfg)
     steps = Steps(config.name, "code tasks", 4 + bool(cfg.testgen.url) + len(AGAINST))
     tasks, n = Tasks(), config.runner.shards
-    built = tasks.map(suites_task, chunks(specs, n), cfg, source_hash(flows.data.code_problems))
-    df = steps.record(merge_results(built, order_by=ROW))
+    suites = Suites(cfg, source_hash(flows.data.code_problems))
+    df = steps.record(over(tasks, suites, chunks(specs, n)))
     if cfg.testgen.url:
-        df = steps.record(mapped(tasks, testgen_task, df, n, cfg))
-    df = steps.record(tasks.one(schema_task, df, "code items"))
-    df = steps.record(mapped(tasks, reference_task, df, n, cfg))
+        df = steps.record(mapped(tasks, Testgen(cfg), df, n))
+    df = steps.record(once(tasks, Schema("code items"), df))
+    df = steps.record(mapped(tasks, ReferenceCheck(cfg), df, n))
     df, parents = deduplicate(tasks, steps, config, df, "code", AGAINST)
     meta = [json.loads(m) for m in df["metadata"]]
     notes = [

@@ -24,18 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from prefect import flow, task
+from prefect import flow
 
 from flows.config import LogicTasksConfig, PipelineConfig
-from flows.curate.flow import mapped
-from flows.curate.result import StepResult, merge_results
+from flows.curate.result import StepResult
+from flows.curate.step_tasks import mapped, once, over
 from flows.datasets import CODE, CURATED, SYNLOGIC, dataset_name
 from flows.errors import ConfigError, InputError
-from flows.runner import CACHED, ROW, Tasks, on_runner
+from flows.runner import ROW, Tasks, on_runner
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore, StepCount
 from flows.tasks.publish import Steps, publish, source_hash, write
-from flows.tasks.steps import answer_check, chunks, deduplicate, schema_task
+from flows.tasks.steps import Schema, answer_check, chunks, deduplicate
 
 AGAINST = (CURATED, CODE)  # the run's datasets the logic items must not duplicate
 STEPS = 4 + len(AGAINST)
@@ -130,42 +130,54 @@ def _item(spec: Spec) -> dict:
     return item
 
 
-@task(name="generate-logic", **CACHED)
-def generate_task(specs: list[Spec], generators: str) -> StepResult:
-    """Instances for the specs. `generators` is a hash of the generators' source, so a changed
+@dataclass(frozen=True)
+class Generate:
+    """Instances for a chunk of the plan. `generators` is a hash of the generators' source, so a changed
     generator misses the cache."""
-    items, failed = [], []
-    for spec in specs:
-        try:
-            items.append({**_item(spec), ROW: spec.row})
-        except Exception as exc:  # noqa: BLE001 - a broken generator quarantines its instance, not the run
-            failed.append(
-                {
-                    "id": f"{spec.task}-d{spec.difficulty}-s{spec.seed}-{spec.index}",
-                    "source": "synlogic",
-                    "domain": "logic",
-                    "task": spec.task,
-                    "prompt": "",
-                    "reference": "",
-                    "metadata": "{}",
-                    ROW: spec.row,
-                    "reason": f"generator failed: {type(exc).__name__}: {exc}",
-                }
-            )
-    schema = {**ITEM_COLUMNS, ROW: pl.Int64}
-    kept = pl.DataFrame(items, schema=schema)
-    removed = pl.DataFrame(failed, schema={**schema, "reason": pl.String})
-    return StepResult(kept, removed, StepCount("generate", len(specs), kept.height, "instances generated"))
+
+    name = "generate-logic"
+    removes = "instances whose generator failed"
+    retry = False
+    generators: str
+
+    def run(self, rows: list[Spec]) -> StepResult:
+        items, failed = [], []
+        for spec in rows:
+            try:
+                items.append({**_item(spec), ROW: spec.row})
+            except Exception as exc:  # noqa: BLE001 - a broken generator quarantines its instance, not the run
+                failed.append(
+                    {
+                        "id": f"{spec.task}-d{spec.difficulty}-s{spec.seed}-{spec.index}",
+                        "source": "synlogic",
+                        "domain": "logic",
+                        "task": spec.task,
+                        "prompt": "",
+                        "reference": "",
+                        "metadata": "{}",
+                        ROW: spec.row,
+                        "reason": f"generator failed: {type(exc).__name__}: {exc}",
+                    }
+                )
+        schema = {**ITEM_COLUMNS, ROW: pl.Int64}
+        kept = pl.DataFrame(items, schema=schema)
+        removed = pl.DataFrame(failed, schema={**schema, "reason": pl.String})
+        return StepResult(kept, removed, StepCount("generate", len(rows), kept.height, "instances generated"))
 
 
-@task(name="gold-check", **CACHED)
-def gold_task(shard: pl.DataFrame) -> StepResult:
+@dataclass(frozen=True)
+class GoldCheck:
     """Each item's gold answer, as the SFT warm start renders it, must score 1 with `logic`."""
-    from verifiers.logic.verifier import LogicVerifier
 
-    return answer_check(
-        shard, LogicVerifier(), "gold-check", "the gold answer scores 1 with the logic verifier"
-    )
+    name = "gold-check"
+    removes = "items whose gold answer the logic verifier does not score 1"
+    retry = False
+
+    def run(self, rows: pl.DataFrame) -> StepResult:
+        from verifiers.logic.verifier import LogicVerifier
+
+        summary = "the gold answer scores 1 with the logic verifier"
+        return answer_check(rows, LogicVerifier(), "gold-check", summary)
 
 
 def preflight(config: PipelineConfig) -> Plan:
@@ -195,10 +207,9 @@ def logic_steps(config: PipelineConfig) -> dict:
     for note in notes:
         steps.logger.info(note)
     tasks, n = Tasks(), config.runner.shards
-    generated = tasks.map(generate_task, chunks(p.specs, n), source_hash(verifiers.logic))
-    df = steps.record(merge_results(generated, order_by=ROW))
-    df = steps.record(tasks.one(schema_task, df, "logic items"))
-    df = steps.record(mapped(tasks, gold_task, df, n))
+    df = steps.record(over(tasks, Generate(source_hash(verifiers.logic)), chunks(p.specs, n)))
+    df = steps.record(once(tasks, Schema("logic items"), df))
+    df = steps.record(mapped(tasks, GoldCheck(), df, n))
     df, parents = deduplicate(tasks, steps, config, df, "logic", AGAINST)
     params = {
         "logic": config.logic.model_dump(mode="json"),

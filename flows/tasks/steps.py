@@ -1,19 +1,25 @@
-"""The steps both task-data flows share, as cached Prefect tasks or the helpers their tasks call:
-schema validation, the answer check, exact dedup among the items, dedup against the run's datasets."""
+"""The steps both task-data flows share, as `Step`s (flows/curate/step.py) or the helpers their steps
+call: schema validation, the answer check, exact dedup among the items, dedup against the run's datasets."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
-from prefect import task
 
 from flows.config import MinhashConfig, PipelineConfig
-from flows.curate.flow import exact_task, mapped
 from flows.curate.result import StepResult, split_by_reason
+from flows.curate.step_tasks import mapped
+from flows.curate.steps import ExactDedup
 from flows.curate.text import normalized
+from flows.curriculum.prompts import answer_text
 from flows.datasets import dataset_name
-from flows.runner import CACHED, Tasks
+from flows.runner import Tasks
+from flows.schema import validate_items
 from flows.store import DatasetStore, StepCount
+from flows.tasks.dedup import separate_from_dataset
 from flows.tasks.publish import Steps
+from verifiers.base import verify_safely
 
 
 def chunks(specs: list, n: int) -> list[list]:
@@ -22,20 +28,21 @@ def chunks(specs: list, n: int) -> list[list]:
     return [specs[i : i + size] for i in range(0, len(specs), size)]
 
 
-@task(name="schema", **CACHED)
-def schema_task(df: pl.DataFrame, where: str) -> StepResult:
-    from flows.schema import validate_items
+@dataclass(frozen=True)
+class Schema:
+    name = "schema"
+    removes = "rows that do not fit the canonical item schema"
+    retry = False
+    where: str  # the rows' description in a reason, e.g. "code items"
 
-    kept, bad = validate_items(df, where=where)
-    return StepResult(kept, bad, StepCount("schema", df.height, kept.height, "canonical item schema"))
+    def run(self, rows: pl.DataFrame) -> StepResult:
+        kept, bad = validate_items(rows, where=self.where)
+        return StepResult(kept, bad, StepCount("schema", rows.height, kept.height, "canonical item schema"))
 
 
 def answer_check(shard: pl.DataFrame, verifier, step: str, summary: str) -> StepResult:
     """Keep the items whose reference, rendered as the SFT warm start's target, scores 1 with the
     domain's verifier: anything else is a generator bug, and would teach a wrong answer."""
-    from flows.curriculum.prompts import answer_text
-    from verifiers.base import verify_safely
-
     rewards = verify_safely(verifier, [{**r, "response": answer_text(r)} for r in shard.to_dicts()])
     reason = pl.Series(
         [
@@ -50,13 +57,18 @@ def answer_check(shard: pl.DataFrame, verifier, step: str, summary: str) -> Step
     return split_by_reason(shard, reason, step, summary)
 
 
-@task(name="dedup-vs-dataset", **CACHED)
-def separate_task(
-    shard: pl.DataFrame, reference: pl.DataFrame, name: str, domain: str, m: MinhashConfig
-) -> StepResult:
-    from flows.tasks.dedup import separate_from_dataset
+@dataclass(frozen=True)
+class DedupVsDataset:
+    name = "dedup-vs-dataset"
+    removes = "duplicates of the dataset's items (exact, or MinHash against its other domains)"
+    retry = False
+    reference: pl.DataFrame
+    dataset: str
+    domain: str
+    m: MinhashConfig
 
-    return separate_from_dataset(shard, reference, name, domain, m)
+    def run(self, rows: pl.DataFrame) -> StepResult:
+        return separate_from_dataset(rows, self.reference, self.dataset, self.domain, self.m)
 
 
 def deduplicate(
@@ -70,7 +82,7 @@ def deduplicate(
     """Exact dedup among the items, then against each of the run's datasets of the kinds `against`
     that the store holds; returns the kept items and the versions compared against (the parents)."""
     n, store = config.runner.shards, DatasetStore(config.home)
-    df = steps.record(mapped(tasks, exact_task, df, n, by=normalized(pl.col("prompt"))))
+    df = steps.record(mapped(tasks, ExactDedup(), df, n, by=normalized(pl.col("prompt"))))
     parents = []
     for kind in against:
         name = dataset_name(config.name, kind)
@@ -78,6 +90,6 @@ def deduplicate(
             steps.skip(f"{name} is not in the store: nothing to deduplicate against")
             continue
         parents.append(store.manifest(name).ref)
-        m = config.curate.minhash
-        df = steps.record(mapped(tasks, separate_task, df, n, store.read(name), name, domain, m))
+        step = DedupVsDataset(store.read(name), name, domain, config.curate.minhash)
+        df = steps.record(mapped(tasks, step, df, n))
     return df, parents

@@ -25,6 +25,8 @@ from flows.curate.dedup import exact_dedup, minhash_dedup
 from flows.curate.ingest import Ingested, describe_mapping, load_items, read_benchmark
 from flows.curate.minhash import Sketch
 from flows.curate.result import StepResult, merge_results, split_by_reason
+from flows.curate.step_tasks import mapped
+from flows.curate.steps import Decontaminate, ExactDedup
 from flows.curate.text import normalized
 from flows.data.synthetic_math import load_benchmark
 from flows.errors import InputError
@@ -362,7 +364,8 @@ def test_benchmarks_are_the_bundled_one_plus_the_configured_ones(tmp_path):
 
 
 class InProcessTasks:
-    """flows.runner.Tasks without a task runner: runs each Prefect task's function on each item here."""
+    """flows.runner.Tasks without a task runner: runs each Prefect task's function on each item here
+    (a step's task takes the batch, then the step)."""
 
     def __init__(self) -> None:
         self.shards: list[pl.DataFrame] = []
@@ -376,7 +379,7 @@ def test_sharded_exact_dedup_meets_equal_texts_and_merges_in_input_order():
     prompts = ["Alpha one", "beta two", "ALPHA   one", "gamma three", "delta four", "Beta Two", "eps five"]
     df = items(prompts).with_row_index(ROW)
     tasks = InProcessTasks()
-    res = flow.mapped(tasks, flow.exact_task, df, 3, by=normalized(pl.col("prompt")))
+    res = mapped(tasks, ExactDedup(), df, 3, by=normalized(pl.col("prompt")))
     assert len(tasks.shards) == 3
     assert sorted(pl.concat(tasks.shards)[ROW].to_list()) == list(range(7))
     assert res.kept["id"].to_list() == ["i0", "i1", "i3", "i4", "i6"]
@@ -392,7 +395,7 @@ def test_sharded_step_gets_its_extra_arguments_and_row_range_shards():
     prompts = ["What is 3 + 4?", bench["prompt"][0], "Name a prime above 10.", bench["prompt"][1]]
     df = items(prompts).with_row_index(ROW)
     tasks = InProcessTasks()
-    res = flow.mapped(tasks, flow.decontaminate_task, df, 2, {"tiny_benchmark": bench}, CurateConfig())
+    res = mapped(tasks, Decontaminate({"tiny_benchmark": bench}, CurateConfig()), df, 2)
     assert [s[ROW].to_list() for s in tasks.shards] == [[0, 1], [2, 3]]
     assert res.kept["id"].to_list() == ["i0", "i2"]
     assert res.removed["id"].to_list() == ["i1", "i3"]
