@@ -1,7 +1,9 @@
 """The SWE flow: repositories -> synthesis -> validation -> the `{run}-swe` dataset.
 
 Each step is a Prefect task on the configured runner (flows/runner.py), cached on its inputs with
-results under M1_HOME/cache, retried on a Docker engine or endpoint hiccup. Concurrency is bounded
+results under M1_HOME/cache, retried on a Docker engine or endpoint hiccup. Validation is a data step
+(flows/curate/step.py: `Validate` in flows/swe/validate.py) wrapped as the other flows' steps are;
+repositories and synthesis make the rows it filters, so they are tasks of their own here. Concurrency is bounded
 by `swe.workers` everywhere: synthesis runs one repository after another with that many containers,
 validation maps over that many shards, one container each. Images are cached by the engine under
 content-hash tags, so a second run rebuilds nothing and, with unchanged inputs, reruns nothing.
@@ -16,15 +18,20 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.config import PipelineConfig, SWEConfig
+from flows.curate.result import StepResult
+from flows.curate.step_tasks import over
 from flows.datasets import SWE
 from flows.errors import ConfigError
 from flows.progress import prefect_progress
-from flows.runner import CACHED, RETRY, Tasks, on_runner
+from flows.runner import CACHED, RETRY, ROW, Tasks, on_runner
+from flows.schema import QUARANTINE_REASON as REASON
 from flows.store import DatasetStore, StepCount
+from flows.swe.validate import Validate, scorer, task_rows
 from sandboxes.prerequisites import DOCKER_ENGINE
 
 # What this flow needs from the machine (flows/prerequisites.py): images are built and tests run in Docker.
@@ -34,15 +41,6 @@ PREREQUISITES = (DOCKER_ENGINE,)
 def repos_dir(config: PipelineConfig) -> Path:
     c = config.swe
     return Path(c.repos_dir) if c.repos_dir else DatasetStore(config.home).root / "swe" / "repos"
-
-
-def scorer(c: SWEConfig, repos: Path):
-    from dataclasses import replace
-
-    from sandboxes.swe_run import SWE_LIMITS
-    from verifiers.swe import SWEScorer
-
-    return SWEScorer(repos, replace(SWE_LIMITS, wall_s=c.wall_s, memory_mb=c.memory_mb))
 
 
 @task(name="swe-repos", **RETRY)
@@ -70,12 +68,14 @@ def synthesize_task(name: str, commit: str, quota: int, c: SWEConfig, output: st
     }  # fmt: skip
 
 
-@task(name="swe-validate", **CACHED, **RETRY)
-def validate_shard(rows: list[dict], c: SWEConfig, output: str) -> list[dict]:
-    from flows.swe.validate import validate_task
-
-    check = scorer(c, Path(output))
-    return [v.__dict__ for v in (validate_task(row, check) for row in rows)]
+def validate(tasks: Tasks, c: SWEConfig, output: str, candidates: list[dict]) -> StepResult:
+    """The Validate step over `swe.workers` shards (one container each), tasks dealt round-robin."""
+    step, n = Validate(c, output), max(1, min(c.workers, len(candidates)))
+    dealt = [candidates[i::n] for i in range(n)]
+    rows = task_rows([row for shard in dealt for row in shard])  # `_row`: the order they are reported in
+    starts = [sum(len(d) for d in dealt[:i]) for i in range(n)]
+    shards = [rows.slice(start, len(d)) for start, d in zip(starts, dealt, strict=True)]
+    return over(tasks, step, shards) if candidates else step.run(rows)
 
 
 def preflight(config: PipelineConfig) -> None:
@@ -125,9 +125,12 @@ def swe_steps(config: PipelineConfig) -> dict:
     candidates = [row for s in synthesized for row in s["tasks"]]
     progress(50.0, 100.0, "SWE tasks: validation")
 
-    n = max(1, min(c.workers, len(candidates)))
-    shards = [candidates[i::n] for i in range(n)] if candidates else []
-    checked = [v for shard in tasks.map(validate_shard, shards, c, output) for v in shard]
+    validated = validate(tasks, c, output, candidates)
+    checked = [
+        {"instance_id": v["instance_id"], "kept": v[REASON] is None, "reason": v[REASON] or "",
+         "seconds": v["seconds"], "row": json.loads(v["task"])}
+        for v in pl.concat([validated.kept, validated.removed], how="diagonal_relaxed").sort(ROW).iter_rows(named=True)
+    ]  # fmt: skip
     kept = [v["row"] for v in checked if v["kept"]]
     dropped = [v for v in checked if not v["kept"]]
     for v in dropped:
@@ -147,9 +150,7 @@ def swe_steps(config: PipelineConfig) -> dict:
             StepCount(
                 "synthesize", tried, len(candidates), "the suite must catch the mutant (F2P), the rest pass"
             ),
-            StepCount(
-                "validate", len(candidates), len(kept), "F2P fail before, all pass after the gold patch"
-            ),
+            validated.count,
         ],
     )
     kinds = Counter(row.get("mutation", "?") for row in kept)

@@ -9,12 +9,18 @@ it). A dropped task carries the first reason it failed; nothing is dropped silen
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import polars as pl
+
+from flows.config import SWEConfig
+from flows.curate.result import StepResult, split_by_reason
+from flows.runner import ROW
 from flows.swe.synthesize import restore_commit
 from verifiers.base import ItemError
 from verifiers.swe import SWEScorer, SWETask, statuses
@@ -89,3 +95,46 @@ def validate_tasks(
 
     with ThreadPoolExecutor(max(1, workers)) as pool:
         return list(pool.map(one, rows))
+
+
+def scorer(c: SWEConfig, repos: Path) -> SWEScorer:
+    from sandboxes.swe_run import SWE_LIMITS
+
+    return SWEScorer(repos, replace(SWE_LIMITS, wall_s=c.wall_s, memory_mb=c.memory_mb))
+
+
+# A task as the step's row: its SWE-bench fields as JSON (default=str, as the dataset writes them).
+TASKS = {ROW: pl.Int64, "instance_id": pl.String, "task": pl.String}
+
+
+def task_rows(rows: Sequence[dict]) -> pl.DataFrame:
+    """Tasks as the validation step's rows (`_row`: their position, `task`: the SWE-bench row as JSON)."""
+    return pl.DataFrame(
+        [
+            {ROW: i, "instance_id": str(r.get("instance_id", "?")), "task": json.dumps(r, default=str)}
+            for i, r in enumerate(rows)
+        ],
+        schema=TASKS,
+    )
+
+
+@dataclass(frozen=True)
+class Validate:
+    """Validation as a data step (flows/curate/step.py): kept rows carry the task as validated (with its
+    instance image), removed rows the first reason it failed; `seconds` each task took."""
+
+    name = "swe-validate"
+    removes = "tasks whose FAIL_TO_PASS tests do not fail before the gold patch, or not all pass after it"
+    retry = True  # the Docker engine
+    c: SWEConfig
+    repos: str
+
+    def run(self, rows: pl.DataFrame) -> StepResult:
+        check = scorer(self.c, Path(self.repos))
+        done = [validate_task(json.loads(t), check) for t in rows["task"]]
+        out = rows.with_columns(
+            pl.Series("task", [json.dumps(v.row, default=str) for v in done], dtype=pl.String),
+            pl.Series("seconds", [v.seconds for v in done], dtype=pl.Float64),
+        )
+        reason = pl.Series([None if v.kept else v.reason for v in done], dtype=pl.String)
+        return split_by_reason(out, reason, "validate", "F2P fail before, all pass after the gold patch")
