@@ -1,0 +1,194 @@
+"""The algorithms experiment's rendering, on synthetic runs: steps.csv, summary.md's table, reach and
+claim texts, and the files write_outputs leaves (the slow --quick test proves the whole run)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+
+from flows.experiments.arms import QUICK, select
+from flows.experiments.estimates import Estimate, summarise
+from flows.experiments.runs import RunResult
+from flows.experiments.summary import (
+    STEP_COLUMNS,
+    claim_check,
+    goals_check,
+    markdown,
+    reach_text,
+    step_rows,
+    table_rows,
+    write_outputs,
+    write_steps_csv,
+)
+from m1model.rl.evaluation import PassRate
+
+
+def _rate(x: float, n: int = 100) -> PassRate:
+    k = round(x * n)
+    return PassRate((True,) * k + (False,) * (n - k))
+
+
+def _run(arm: str, seed: int, heldout: list[float], reward: list[float], seconds: float = 10.0) -> RunResult:
+    history = [
+        {
+            "step": i + 1,
+            "reward_mean": r,
+            "clip_fraction": 0.1 * (i + 1),
+            "masked_fraction": 0.5,
+            "entropy": 2.0,
+            "loss": 0.25,
+        }
+        for i, r in enumerate(reward)
+    ]
+    return RunResult(arm, seed, history, [(i, _rate(x)) for i, x in enumerate(heldout)], seconds)
+
+
+def test_step_rows_are_one_per_step_with_the_reward_and_the_logged_columns():
+    rows = step_rows([_run("cispo", 3, [0.1, 0.2, 0.3], [0.4, 0.6])])
+    assert [(r["algorithm"], r["seed"], r["step"], r["reward"]) for r in rows] == [
+        ("cispo", 3, 1, 0.4),
+        ("cispo", 3, 2, 0.6),
+    ]
+    assert rows[1]["clip_fraction"] == pytest.approx(0.2) and rows[1]["loss"] == 0.25
+    assert rows[0]["grad_norm"] is None  # not logged: empty, not missing
+
+
+def test_steps_csv_writes_every_column_and_leaves_missing_values_empty(tmp_path):
+    path = tmp_path / "steps.csv"
+    write_steps_csv([{"algorithm": "sft", "seed": 0, "step": 1, "reward": None, "loss": 0.5}], path)
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == list(STEP_COLUMNS)
+    assert rows[0]["algorithm"] == "sft" and rows[0]["loss"] == "0.5"
+    assert rows[0]["reward"] == "" and rows[0]["entropy"] == ""
+
+
+def test_reach_text_says_how_many_seeds_reached_and_when_none_did():
+    assert reach_text([None, None], 40) == "not within 40"
+    assert reach_text([4, 6], 40) == "5.0 ± 1.0"
+    assert reach_text([4, None, 6], 40) == "5.0 ± 1.0 (2/3 seeds)"
+    assert reach_text([7], 40) == "7.0"
+
+
+def _summaries():
+    arms = select("sft,dapo,cispo")
+    results = [_run("dapo", s, [0.2, 0.3, 0.4, 0.5], [0.4, 0.5, 0.6], seconds=20.0) for s in range(2)]
+    results += [
+        _run("cispo", s, [0.2, 0.5, 0.5, x], [0.5, 0.7, 0.9], seconds=30.0) for s, x in enumerate([0.6, 0.8])
+    ]
+    results += [
+        RunResult("sft", s, [{"step": 1, "loss": 1.0}], [(0, _rate(0.2)), (3, _rate(0.25))], 5.0)
+        for s in range(2)
+    ]
+    return summarise(results, arms, window=2)
+
+
+def test_table_rows_render_each_arms_numbers():
+    summaries, _ = _summaries()
+    rows = {r[0]: r for r in table_rows(summaries, _rate(0.2), steps=3)}
+    cispo = rows["cispo"]
+    assert cispo[1] == "0.700 ± 0.100"
+    assert cispo[2] == Estimate((0.6, 0.8)).interval_text()
+    assert cispo[3] == "+0.500"  # change against the warm start
+    assert cispo[4] == "0.800 ± 0.000"  # final reward: the mean of the last 2 steps (0.7, 0.9), over seeds
+    assert cispo[5] == "1.0 ± 0.0"  # both seeds reached DAPO's 0.5 at step 1
+    assert cispo[6] == "20.00% ± 0.00%"  # clipped: mean over steps of 0.1, 0.2, 0.3
+    assert cispo[7] == "50.00% ± 0.00%" and cispo[8] == "2.000 ± 0.000" and cispo[9] == "30"
+    assert rows["dapo"][4] == "0.550 ± 0.000" and rows["dapo"][5] == "3.0 ± 0.0" and rows["dapo"][9] == "20"
+    assert rows["sft"][3] == "+0.050"
+    assert rows["sft"][4] == "-" and rows["sft"][6] == "-"  # no training reward, nothing clipped logged
+    assert rows["sft"][5] == "not within 3"
+
+
+def test_claim_check_calls_a_gap_within_two_standard_errors_indistinguishable():
+    summaries, _ = _summaries()
+    text = claim_check(summaries, 3)
+    assert "CISPO 0.700 vs DAPO 0.500 (difference +0.200, standard error 0.100 over seeds)" in text
+    assert "a ratio of 0.33" in text and "this run supports" in text
+    assert "not distinguishable" in text  # 0.200 is not more than 2 x 0.100
+    far = [_run("dapo", s, [0.2, x], [0.5]) for s, x in enumerate([0.30, 0.32])]
+    far += [_run("cispo", s, [0.2, x], [0.5]) for s, x in enumerate([0.90, 0.94])]
+    text = claim_check(summarise(far, select("dapo,cispo"), window=1)[0], 1)
+    # the two arms' standard errors (0.02 and 0.01) add in quadrature: sqrt(0.02^2 + 0.01^2) = 0.022
+    assert "(difference +0.610, standard error 0.022 over seeds)" in text
+    assert "not distinguishable" not in text
+
+
+def test_claim_check_without_a_cispo_reach_does_not_support_the_claim():
+    late = [_run("dapo", s, [0.2, 0.5], [0.5]) for s in range(2)]
+    late += [_run("cispo", s, [0.2, 0.3], [0.5]) for s in range(2)]
+    text = claim_check(summarise(late, select("dapo,cispo"), window=1)[0], 1)
+    assert "did not reach DAPO's final held-out accuracy within 1 steps" in text
+    assert claim_check(summarise(late, select("dapo"), window=1)[0], 1).startswith("The claim needs both")
+
+
+def test_markdown_states_size_data_table_goals_claim_and_images(tmp_path):
+    summaries, target = _summaries()
+    image = tmp_path / "reward.png"
+    image.write_bytes(b"\x89PNG fake")
+    info = dict(window=2, source="synthetic", n_train=30, seconds=90.0)
+    text = markdown(summaries, target, QUICK, _rate(0.2), images=[("reward", image)], **info)
+    assert f"Size: {QUICK.describe()}." in text
+    assert "Data: synthetic; 30 training items, 100 held-out items (never trained on)." in text
+    assert "Wall time: 1.5 min." in text
+    assert "| cispo | 0.700 ± 0.100 |" in text and text.count("\n| ") == 4  # header and three arms
+    assert "over 2 seeds" in text and "last 2 steps" in text and "reaches 0.500, DAPO's final" in text
+    assert "- CISPO gains +0.500 over the warm start: met (goal +0.10)." in text
+    assert "**The paper's claim (CISPO matches DAPO in half the steps):** Final held-out" in text
+    assert text.endswith("![reward](reward.png)\n")
+    embedded = markdown(summaries, target, QUICK, _rate(0.2), images=[("reward", image)], embed=True, **info)
+    assert "![reward](data:image/png;base64,iVBORyBmYWtl)" in embedded
+
+
+def test_write_outputs_writes_the_csv_the_json_the_markdown_and_both_plots(tmp_path):
+    arms = select("dapo,cispo")
+    results = [_run("dapo", s, [0.2, 0.3, 0.5], [0.4, 0.5]) for s in range(2)]
+    results += [_run("cispo", s, [0.2, 0.5, 0.6], [0.5, 0.7]) for s in range(2)]
+    size = QUICK
+    out, embedded = write_outputs(
+        tmp_path / "out", results, arms, size, _rate(0.2), source="synthetic", n_train=10, seconds=60.0
+    )
+    assert out == tmp_path / "out"
+    with open(out / "steps.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == 8
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["arms"]["cispo"][1]["heldout_after"] == 0.6
+    # window: a third of the steps, at least 1: QUICK has 2 steps, so the final reward is the last step's
+    assert summary["arms"]["cispo"][0]["final_reward"] == pytest.approx(0.7)
+    text = (out / "summary.md").read_text()
+    assert "![held-out accuracy against step](heldout.png)" in text and "last 1 steps" in text
+    assert "data:image/png;base64," in embedded and "data:image" not in text
+    for png in ("reward.png", "heldout.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not math.isnan(summary["arms"]["dapo"][0]["final_reward"])
+
+
+def test_goals_name_every_arm_that_misses_and_say_met_when_all_do():
+    warm = _rate(0.2)
+    good = [_run(arm, s, [0.2, x], [0.5]) for arm in ("dapo", "cispo") for s, x in enumerate([0.5, 0.52])]
+    lines = goals_check(summarise(good, select("dapo,cispo"), window=1)[0], warm)
+    assert lines[0].endswith(": met.")
+    bad = [_run(arm, s, [0.2, x], [0.5]) for arm in ("grpo", "dapo") for s, x in enumerate([0.1, 0.12])]
+    lines = goals_check(summarise(bad, select("grpo,dapo"), window=1)[0], warm)
+    assert lines == [
+        "Every RL arm ends above the warm start with its 95% lower bound above it: not met by grpo, dapo."
+    ]
+
+
+def test_goals_say_not_met_below_the_gain_and_below_rft_and_quote_sft():
+    warm = _rate(0.2)
+    results = [_run("cispo", s, [0.2, x], [0.5]) for s, x in enumerate([0.25, 0.27])]
+    results += [_run("rft", s, [0.2, x], [0.5]) for s, x in enumerate([0.30, 0.32])]
+    results += [
+        RunResult("sft", s, [{"step": 1, "loss": 1.0}], [(0, warm), (1, _rate(0.4))], 1.0) for s in range(2)
+    ]
+    lines = goals_check(summarise(results, select("sft,rft,cispo"), window=1)[0], warm)
+    assert "CISPO gains +0.060 over the warm start: not met (goal +0.10)." in lines
+    assert "CISPO 0.260 vs rejection sampling 0.310: not met (goal: CISPO >= RFT)." in lines
+    assert (
+        lines[-1]
+        == "For reference, SFT continued on gold answers with the same optimiser steps ends at 0.400."
+    )
