@@ -1,6 +1,7 @@
 """Data curation steps: pure functions on polars frames, each returning a StepResult.
 
 The Prefect flow (flows/curate/flow.py) and the CLI (`m1 curate ...`) are thin wrappers around these.
+The flow runs them as `Step`s (steps.py; the protocol in step.py), each a Prefect task through step_tasks.py.
 """
 
 from flows.curate.answers import extract_answers

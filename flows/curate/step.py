@@ -1,8 +1,10 @@
 """The data-step protocol, as datatrove's `PipelineStep` has it: a step has a name, says what it removes,
 and runs one way, returning a `StepResult` (rows kept, rows removed each with its reason, counts).
 
-Curation (flows/curate), the task-data flows (flows/tasks) and the SWE flow (flows/swe) write their steps
-this way; flows/curate/step_tasks.py turns any step into a Prefect task, the one place that does so.
+Curation (flows/curate/steps.py), the task-data flows (flows/tasks) and the SWE flow's validation
+(flows/swe/validate.py) write their steps this way; flows/curate/step_tasks.py turns any step into a
+Prefect task, the one place that does so. What only reads or makes the rows a flow starts from (curation's
+ingest, SWE repositories and synthesis) stays a task of its flow.
 A step's settings are its dataclass fields: they are part of its task's cache key, with the step's source.
 
 A new step is a few lines::
