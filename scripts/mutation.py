@@ -157,7 +157,13 @@ PACKAGES = [
     Package(
         "serving",
         ["m1model/serving"],
-        ["tests/genrm/test_server.py", "tests/genrm/test_serving_limits.py"],
+        [
+            "tests/genrm/test_server.py",
+            "tests/genrm/test_serving_limits.py",
+            "tests/genrm/test_server_app_contract.py",
+        ],
+        "mutmut credits what a session fixture runs to the first test that uses it: the shared server's"
+        " construction is tested again by tests that build their own app (test_server_app_contract.py)",
     ),
     Package(
         "curate",
