@@ -161,6 +161,7 @@ PACKAGES = [
             "tests/genrm/test_server.py",
             "tests/genrm/test_serving_limits.py",
             "tests/genrm/test_server_app_contract.py",
+            "tests/genrm/test_server_service.py",
         ],
         "mutmut credits what a session fixture runs to the first test that uses it: the shared server's"
         " construction is tested again by tests that build their own app (test_server_app_contract.py)",
