@@ -25,7 +25,6 @@ and runs as ``mapped(tasks, ShortPrompts(), df, n)`` in a flow.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import polars as pl
@@ -51,37 +50,20 @@ class Step(Protocol):
 
 @runtime_checkable
 class MapReduceStep(Protocol):
-    """A step whose expensive half runs per shard (`map`: MinHash sketches, embeddings) and whose cheap
+    """A step whose expensive half runs per shard (`mapper`: MinHash sketches, embeddings) and whose cheap
     half runs once over the whole set (`reduce`: banding, neighbour search, clustering), so that "the
-    first row of a cluster wins" means the same for any number of shards."""
+    first row of a cluster wins" means the same for any number of shards.
+
+    `mapper` is a step of its own (its `run` returns a part, not a StepResult) holding only the settings
+    the map half reads: the map tasks' cache then survives a change of a reduce-only setting (a dedup
+    threshold), and a threshold sweep recomputes no embeddings.
+    """
 
     name: ClassVar[str]  # the reduce task's name
-    map_name: ClassVar[str]  # the map task's name
     removes: ClassVar[str]
     retry: ClassVar[bool]
 
-    def map(self, shard: pl.DataFrame) -> Any: ...
+    @property
+    def mapper(self) -> Step: ...
 
     def reduce(self, rows: pl.DataFrame, parts: list) -> StepResult: ...
-
-
-@dataclass(frozen=True)
-class Mapped:
-    """The map half of a MapReduceStep as a step of its own (its result is a part, not a StepResult)."""
-
-    step: MapReduceStep
-
-    @property
-    def name(self) -> str:
-        return self.step.map_name
-
-    @property
-    def removes(self) -> str:
-        return self.step.removes
-
-    @property
-    def retry(self) -> bool:
-        return self.step.retry
-
-    def run(self, rows: pl.DataFrame) -> Any:
-        return self.step.map(rows)

@@ -21,7 +21,7 @@ import polars as pl
 from prefect import Task, task
 
 from flows.curate.result import StepResult, merge_results
-from flows.curate.step import Mapped, MapReduceStep, Step
+from flows.curate.step import MapReduceStep, Step
 from flows.runner import CACHED, RETRY, ROW, Tasks, shards
 
 
@@ -33,17 +33,11 @@ def _reduce(rows: pl.DataFrame, parts: list, step: MapReduceStep) -> StepResult:
     return step.reduce(rows, parts)
 
 
-def _source(step) -> str:
-    """The step's own source (for Mapped, the map-reduce step's too): a changed step misses the cache."""
-    classes = [type(step), type(step.step)] if isinstance(step, Mapped) else [type(step)]
-    return "".join(inspect.getsource(c) for c in classes)
-
-
 def _wrap(fn, step, name: str) -> Task:
     t = task(fn, name=name, description=step.removes, **CACHED, **(RETRY if step.retry else {}))
     # Prefect keys TASK_SOURCE on `source_code` (kept through pickling to Dask workers) and names the
     # task's runs by `task_key`: both are the step's, not only this module's shared function.
-    t.source_code = inspect.getsource(fn) + _source(step)
+    t.source_code = inspect.getsource(fn) + inspect.getsource(type(step))  # a changed step misses the cache
     t.task_key = f"{name}-{hashlib.sha256(t.source_code.encode()).hexdigest()[:10]}"
     return t
 
@@ -71,7 +65,6 @@ def once(tasks: Tasks, step: Step, rows) -> StepResult:
 
 
 def map_reduce(tasks: Tasks, step: MapReduceStep, df: pl.DataFrame, n: int) -> StepResult:
-    """The step's `map` over `n` row-range shards, then its `reduce` once over the whole set."""
-    half = Mapped(step)
-    parts = tasks.map(as_task(half), shards(df, n), half)
+    """The step's `mapper` over `n` row-range shards, then its `reduce` once over the whole set."""
+    parts = tasks.map(as_task(step.mapper), shards(df, n), step.mapper)
     return tasks.one(_wrap(_reduce, step, step.name), df, parts, step)

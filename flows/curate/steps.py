@@ -47,17 +47,32 @@ class ExactDedup:
 
 
 @dataclass(frozen=True)
+class MinhashSketch:
+    """MinHash LSH's map half: the signatures of a shard (what they depend on, and nothing else)."""
+
+    name = "minhash-sketch"
+    removes = "nothing (signatures for minhash-dedup)"
+    retry = False
+    num_perm: int
+    shingle_size: int
+    mode: str
+
+    def run(self, shard: pl.DataFrame) -> Sketch:
+        return Sketch.of(shard["prompt"], self.num_perm, self.shingle_size, self.mode)
+
+
+@dataclass(frozen=True)
 class MinhashDedup:
     """Sketches per shard, then LSH banding and clustering once over the whole set."""
 
     name = "minhash-dedup"
-    map_name = "minhash-sketch"
     removes = "near-duplicate prompts (MinHash LSH over word shingles), keeping the first of a cluster"
     retry = False
     c: MinhashConfig
 
-    def map(self, shard: pl.DataFrame) -> Sketch:
-        return Sketch.of(shard["prompt"], self.c.num_perm, self.c.shingle_size, self.c.mode)
+    @property
+    def mapper(self) -> MinhashSketch:
+        return MinhashSketch(self.c.num_perm, self.c.shingle_size, self.c.mode)
 
     def reduce(self, rows: pl.DataFrame, parts: list) -> StepResult:
         c = self.c
@@ -67,19 +82,28 @@ class MinhashDedup:
 
 
 @dataclass(frozen=True)
+class Embed:
+    """Embedding dedup's map half: a shard's prompt embeddings (the threshold is the reduce's alone)."""
+
+    name = "embed"
+    removes = "nothing (embeddings for embedding-dedup)"
+    retry = False
+
+    def run(self, shard: pl.DataFrame) -> np.ndarray:
+        from flows.curate.embed import embed  # sentence-transformers: only when embedding dedup is on
+
+        return embed(shard["prompt"])
+
+
+@dataclass(frozen=True)
 class EmbeddingDedup:
     """Embeddings per shard, then the neighbour search and clustering once over the whole set."""
 
     name = "embedding-dedup"
-    map_name = "embed"
     removes = "semantic near-duplicates (embedding cosine), keeping the first of a cluster"
     retry = False
     threshold: float
-
-    def map(self, shard: pl.DataFrame) -> np.ndarray:
-        from flows.curate.embed import embed  # sentence-transformers: only when embedding dedup is on
-
-        return embed(shard["prompt"])
+    mapper = Embed()
 
     def reduce(self, rows: pl.DataFrame, parts: list) -> StepResult:
         return embedding_dedup(rows, self.threshold, embeddings=np.concatenate(parts))

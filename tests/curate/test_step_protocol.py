@@ -32,19 +32,29 @@ class ShortPrompts:
 
 
 @dataclass(frozen=True)
-class SameLength:
-    """A map-reduce step: lengths per shard, then keep the first prompt of each length."""
+class Measure:
+    """The map half of SameLength: what it reads is only the prompts."""
 
-    name = "same-length"
-    map_name = "measure"
-    removes = "a prompt as long as an earlier one"
+    name = "measure"
+    removes = "nothing (lengths for same-length)"
     retry = False
 
-    def map(self, shard: pl.DataFrame) -> list[int]:
+    def run(self, shard: pl.DataFrame) -> list[int]:
         return shard["prompt"].str.len_chars().to_list()
 
+
+@dataclass(frozen=True)
+class SameLength:
+    """A map-reduce step: lengths per shard, then keep the first prompt of each length bucket."""
+
+    name = "same-length"
+    removes = "a prompt as long as an earlier one"
+    retry = False
+    bucket: int = 1  # a reduce-only setting
+    mapper = Measure()
+
     def reduce(self, rows: pl.DataFrame, parts: list) -> StepResult:
-        lengths = pl.Series([n for part in parts for n in part])
+        lengths = pl.Series([n // self.bucket for part in parts for n in part])
         first = lengths.is_first_distinct()
         reason = pl.Series(
             [None if keep else "as long as an earlier prompt" for keep in first], dtype=pl.String
@@ -56,11 +66,11 @@ PROMPTS = ["one two three", "too short", "a b c d", "x", "four words are here", 
 
 
 @flow
-def run_steps(min_words: int, home: str) -> dict:
+def run_steps(min_words: int, home: str, bucket: int = 1) -> dict:
     tasks = Tasks()
     df = pl.DataFrame({"id": [f"i{i}" for i in range(len(PROMPTS))], "prompt": PROMPTS}).with_row_index(ROW)
     short = mapped(tasks, ShortPrompts(min_words), df, 2)
-    same = map_reduce(tasks, SameLength(), short.kept, 2)
+    same = map_reduce(tasks, SameLength(bucket), short.kept, 2)
     return {"short": short, "same": same, "states": tasks.states}
 
 
@@ -94,3 +104,8 @@ def test_a_new_step_is_a_few_lines_and_runs_through_the_one_wrapper(prefect_harn
     changed = cached_flow(4, str(home))
     assert [state for name, state in changed["states"] if name == "short-prompts"] == ["Completed"] * 2
     assert changed["short"].kept["id"].to_list() == ["i2", "i4", "i5"]
+    # A reduce-only setting leaves the map half's cache alone (a dedup threshold recomputes no embeddings).
+    rebucketed = cached_flow(3, str(home), bucket=100)
+    assert [state for name, state in rebucketed["states"] if name == "measure"] == ["Cached"] * 2
+    assert [state for name, state in rebucketed["states"] if name == "same-length"] == ["Completed"]
+    assert rebucketed["same"].kept["id"].to_list() == ["i0"]
