@@ -136,7 +136,7 @@ PACKAGES = [
     Package(
         "swe",
         ["flows/swe"],
-        ["tests/swe", "tests/foundation/test_prerequisites.py"],
+        ["tests/swe"],
         "SWE grading and bug mutation (verifiers/swe) are in the verifiers package; flow.py's Prefect flow and"
         " tasks are decorated functions; synthesis and validation against real repositories run in the docker"
         " tests, their outcome handling in tests/swe/test_outcomes.py on recorded test logs",
@@ -144,7 +144,7 @@ PACKAGES = [
     Package(
         "tasks",
         ["flows/tasks"],
-        ["tests/tasks", "tests/foundation/test_prerequisites.py"],
+        ["tests/tasks"],
         "the Prefect flows and tasks are decorated functions, which mutmut does not mutate",
     ),
     Package(
