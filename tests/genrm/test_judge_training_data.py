@@ -101,3 +101,21 @@ def test_held_out_prompts_are_other_prompts_than_the_training_ones():
     assert not {x.question for x in train} & {x.question for x in test}
     assert {x.domain for x in train} == {"math", "logic", "general"}
     assert len({x.prompt_id for x in train if x.domain == "logic"}) == 6  # half as many logic prompts
+
+
+def test_logic_responses_are_graded_by_the_logic_verifier():
+    from flows.genrm.labels import labelled_set
+
+    logic = [x for x in labelled_set(1, 2, 1, 0) if x.domain == "logic"]
+    grades = {(x.prompt_id, x.perturbation): x.grade for x in logic}
+    for pid in {x.prompt_id for x in logic}:
+        assert grades[(pid, "reference")] == grades[(pid, "padded")] == 5  # right, in tags
+        assert grades[(pid, "unformatted")] == 4  # right on its last line, no tags
+        assert grades[(pid, "wrong")] == 2 and grades[(pid, "truncated")] == 1
+
+
+def test_general_items_depend_on_the_seed_alone():
+    from flows.genrm.general import general_items
+
+    assert general_items(6, seed=1).equals(general_items(6, seed=1))
+    assert not general_items(6, seed=1).equals(general_items(6, seed=2))
