@@ -116,6 +116,7 @@ PACKAGES = [
             "tests/rl/test_mixture_edges.py",
             "tests/rl/test_train_flow.py",
             "tests/rl/test_faults.py",
+            "tests/rl/test_curriculum_units.py",
             "tests/verifiers/test_scoring.py",
             "tests/genrm/test_length_bias.py",
             "tests/genrm/test_judge_gate.py",

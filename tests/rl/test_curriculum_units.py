@@ -1,0 +1,66 @@
+"""Curriculum units the mutation sample found unchecked: the notes of a pruned curriculum, a stage whose
+mixture is left all zero, open-ended difficulty bands, and the dataset versions in a stage's fingerprint."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from flows.config import TrainConfig
+from flows.curriculum import load_curriculum
+from flows.curriculum.fingerprint import stage_fingerprint
+from flows.curriculum.mixture import difficulty_band
+
+
+def test_a_switched_off_domain_is_named_in_each_stage_that_loses_it():
+    tiny = load_curriculum("tiny")
+    pruned, notes = tiny.active(lambda kind: kind not in ("general", "code"))
+    assert notes == [
+        "dataset {run}-code: its flow is switched off",
+        "dataset {run}-general: its flow is switched off",
+        "stage reasoning: mixture without code",
+        "stage general: switched off (needs general)",
+        "stage length-window: mixture without code",
+    ]
+    assert [s.mixture for s in pruned.stages] == [{"math": 0.6, "logic": 0.25}] * 2
+
+
+def test_a_stage_left_with_only_zero_weights_is_switched_off():
+    tiny = load_curriculum("tiny")
+    first = tiny.stages[0].model_copy(update={"mixture": {"math": 0.0, "code": 1.0}})
+    pruned, notes = tiny.model_copy(update={"stages": [first, *tiny.stages[1:]]}).active(
+        lambda kind: kind != "code"
+    )
+    assert "stage reasoning: mixture without code" in notes
+    assert "stage reasoning: switched off (nothing left in its mixture)" in notes
+    assert "reasoning" in pruned.switched_off and "reasoning" not in pruned.names
+
+
+def _frame(*levels):
+    meta = [json.dumps({} if d is None else {"difficulty": d}) for d in levels]
+    return pl.DataFrame({"id": [str(i) for i in range(len(levels))], "metadata": meta})
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "band", "kept"),
+    [
+        (2, None, "[2, inf]", 3),
+        (None, 2.5, "[-inf, 2.5]", 3),
+        (1.5, 3, "[1.5, 3]", 2),
+    ],  # no difficulty: kept,
+)
+def test_an_open_end_of_the_difficulty_band_is_infinite(lo, hi, band, kept):
+    stage = load_curriculum("tiny").stages[0].model_copy(update={"min_difficulty": lo, "max_difficulty": hi})
+    out, notes = difficulty_band(_frame(1, 2, 4, None), stage)
+    assert out.height == kept
+    assert notes[0] == f"stage reasoning: difficulty band {band} keeps {kept} of 4 items"
+
+
+def test_the_datasets_read_are_part_of_a_stages_fingerprint():
+    tc = TrainConfig()
+    one = stage_fingerprint({"name": "s"}, tc, {}, [], ["t-curated@v1"], "start")
+    assert one == stage_fingerprint({"name": "s"}, tc, {}, [], ["t-curated@v1"], "start")
+    assert one != stage_fingerprint({"name": "s"}, tc, {}, [], ["t-curated@v2"], "start")
+    assert one != stage_fingerprint({"name": "s"}, tc, {}, [], ["t-curated@v1"], "other start")
