@@ -49,7 +49,7 @@ def _frame(*levels):
         (2, None, "[2, inf]", 3),
         (None, 2.5, "[-inf, 2.5]", 3),
         (1.5, 3, "[1.5, 3]", 2),
-    ],  # no difficulty: kept,
+    ],  # the item without a difficulty is kept in every band
 )
 def test_an_open_end_of_the_difficulty_band_is_infinite(lo, hi, band, kept):
     stage = load_curriculum("tiny").stages[0].model_copy(update={"min_difficulty": lo, "max_difficulty": hi})
