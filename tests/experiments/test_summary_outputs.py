@@ -192,3 +192,43 @@ def test_goals_say_not_met_below_the_gain_and_below_rft_and_quote_sft():
         lines[-1]
         == "For reference, SFT continued on gold answers with the same optimiser steps ends at 0.400."
     )
+
+
+def test_markdown_layout_line_by_line():
+    summaries, target = _summaries()
+    text = markdown(summaries, target, QUICK, _rate(0.2), window=2, source="s", n_train=3, seconds=60.0)
+    lines = text.split("\n")
+    assert lines[0] == "# RL on the pipeline's math and logic items: does it learn, and CISPO vs DAPO vs GRPO"
+    assert lines[1] == "" and lines[6] == "" and lines[7].startswith("| arm | held-out after")
+    table = [x for x in lines if x.startswith("|")]
+    assert len(table) == 5 and all(x.endswith(" |") for x in table if not x.startswith("|---"))
+    arms = lines.index(next(x for x in lines if x.startswith("Arms: ")))
+    assert lines[arms - 1] == "" and lines[arms + 1] == ""
+    goals = lines.index("**Goals:**")
+    assert lines[goals - 1] == "" and lines[goals + 1] == "" and lines[goals + 2].startswith("- ")
+    assert Estimate((0.6, 0.8)).interval_text() == "-0.571 to 1.971"
+
+
+def test_markdown_of_no_arms_says_zero_seeds():
+    text = markdown([], 0.5, QUICK, _rate(0.2), window=1, source="s", n_train=0, seconds=0.0)
+    assert "Mean ± SE over 0 seeds" in text
+
+
+def test_write_outputs_window_is_a_third_of_the_steps_at_most_five_and_reruns_in_place(tmp_path):
+    import dataclasses
+
+    arms = select("dapo,cispo")
+    results = [
+        _run(a, s, [0.2, 0.4], [0.1 * k for k in range(1, 19)]) for a in ("dapo", "cispo") for s in range(2)
+    ]
+    info = dict(source="s", n_train=1, seconds=1.0)
+    out, _ = write_outputs(
+        tmp_path / "o", results, arms, dataclasses.replace(QUICK, steps=18), _rate(0.2), **info
+    )
+    assert "last 5 steps" in (out / "summary.md").read_text()  # 18 // 3 = 6, capped at 5
+    assert (out / "summary.json").read_text().startswith('{\n "heldout_items": 100')
+    assert "![reward against step](reward.png)" in (out / "summary.md").read_text()
+    write_outputs(tmp_path / "o", results, arms, dataclasses.replace(QUICK, steps=15), _rate(0.2), **info)
+    assert "last 5 steps" in (out / "summary.md").read_text()  # 15 // 3
+    write_outputs(tmp_path / "o", results, arms, dataclasses.replace(QUICK, steps=9), _rate(0.2), **info)
+    assert "last 3 steps" in (out / "summary.md").read_text()
