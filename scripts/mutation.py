@@ -94,6 +94,7 @@ PACKAGES = [
             "tests/rl/test_evaluation.py",
             "tests/rl/test_length_growth.py",
             "tests/rl/test_mixture_edges.py",
+            "tests/rl/test_length_bias_units.py",
             "tests/genrm/test_length_bias.py",
             "tests/experiments/test_algorithms.py",
             *SLOW_FAST_TESTS,
