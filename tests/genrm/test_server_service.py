@@ -205,3 +205,81 @@ def test_stopping_runs_the_requests_already_gathered():
     out = asyncio.run(main())
     b._thread.join(timeout=30)
     assert [len(o) for o in out] == [1, 1] and engine.calls == [2] and not b._thread.is_alive()
+
+
+def test_the_token_budget_is_what_the_context_leaves(service, monkeypatch):
+    monkeypatch.setattr(service, "max_len", 10)
+    assert service.budget([[1] * 7, [1] * 3], None, 16) == 3  # the longest prompt leaves 3
+    assert service.budget([[1] * 9], None, 16) == 1  # one token of room is enough
+    assert service.budget([[1] * 2], 5, 16) == 5
+    with pytest.raises(APIError) as err:
+        service.budget([[1] * 10], None, 16)
+    assert (err.value.status, err.value.param) == (400, "prompt")
+    assert err.value.message == "prompt has 10 tokens; the model's context is 10"
+
+
+def test_an_unknown_model_is_a_404_on_model(service):
+    for name in (None, "tiny", "default"):
+        service.check_model(name)
+    with pytest.raises(APIError) as err:
+        service.check_model("gpt-9")
+    assert (err.value.status, err.value.param, err.value.kind) == (404, "model", "model_not_found")
+
+
+def test_a_stop_string_cuts_the_tokens_at_the_shortest_prefix_that_reaches_it(service):
+    tok = service.tokenizer
+    ids = tok.encode("the quick brown fox jumps over the lazy dog", add_special_tokens=False)
+    done = service.finish(Generated(Completion(ids, [-0.1] * len(ids), "length")), stops=["fox"])
+    shortest = next(
+        k for k in range(1, len(ids) + 1) if "fox" in tok.decode(ids[:k], skip_special_tokens=True)
+    )
+    assert done.token_ids == ids[:shortest] and len(done.logprobs) == shortest
+    assert done.finish_reason == "stop" and "fox" not in done.text and done.text.startswith("the quick")
+
+
+class _Picky(_Recorder):
+    """Fails every call that holds prompt [99]."""
+
+    def generate(self, prompts, params):
+        if [99] in prompts:
+            self.calls.append(-len(prompts))
+            raise ValueError("bad prompt")
+        return super().generate(prompts, params)
+
+
+def test_a_failing_request_gets_its_error_and_the_others_in_its_batch_their_answers():
+    engine = _Picky()
+    b = DynamicBatcher(engine, max_batch_size=8, max_wait_ms=5000)
+
+    async def main():
+        good = asyncio.create_task(b.generate([[1]], PARAMS))
+        bad = asyncio.create_task(b.generate([[99]], PARAMS))
+        await asyncio.sleep(0)
+        b.start()
+        return await asyncio.wait_for(asyncio.gather(good, bad, return_exceptions=True), 30)
+
+    try:
+        good, bad = asyncio.run(main())
+    finally:
+        b.stop()
+    assert len(good) == 1 and isinstance(bad, ValueError)
+    assert engine.calls == [-2, 1, -1]  # the batch fails, then each request alone
+    assert b.stats.engine_calls == 1 and b.stats.requests == 1
+
+
+def test_seeded_requests_are_never_batched_together():
+    engine = _Recorder()
+    b = DynamicBatcher(engine, max_batch_size=8, max_wait_ms=200)
+    seeded = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=1, seed=5)
+
+    async def main():
+        tasks = [asyncio.create_task(b.generate([[i]], seeded)) for i in range(2)]
+        await asyncio.sleep(0)
+        b.start()
+        return await asyncio.wait_for(asyncio.gather(*tasks), 30)
+
+    try:
+        asyncio.run(main())
+    finally:
+        b.stop()
+    assert engine.calls == [1, 1] and b.stats.engine_calls == 2 and b.stats.as_dict()["mean_batch"] == 1.0
