@@ -100,6 +100,8 @@ def test_a_judge_trained_for_the_same_inputs_is_reused_and_otherwise_trained(tmp
     assert (summary, trained) == ({"inputs_hash": key, "eval": {}}, False) and len(calls) == 2
     (folder / "training.json").write_text(json.dumps({"judge": {"inputs_hash": "other"}}))
     assert ensure_judge(folder, g)[1] and len(calls) == 3
+    (folder / "training.json").write_text(json.dumps({"sft": []}))  # no judge summary at all: trains
+    assert ensure_judge(folder, g)[1] and len(calls) == 4
 
 
 def test_general_items_are_written_once_per_parameters(tmp_path):

@@ -118,4 +118,4 @@ def test_general_items_depend_on_the_seed_alone():
     from flows.genrm.general import general_items
 
     assert general_items(6, seed=1).equals(general_items(6, seed=1))
-    assert not general_items(6, seed=1).equals(general_items(6, seed=2))
+    assert general_items(6, seed=1)["prompt"].to_list() != general_items(6, seed=2)["prompt"].to_list()
