@@ -12,6 +12,7 @@ import pytest
 
 from flows.config import PipelineConfig
 from flows.store import DatasetStore
+from tests.curricula import short_tiny
 
 M1 = str(Path(sys.executable).with_name("m1"))
 
@@ -80,6 +81,7 @@ num_experts_per_tok = 1
 softmax_every = 2
 vocab_size = 300
 [train]
+curriculum = "{short_tiny()}"
 sft_steps = 5
 prompts_per_step = 2
 group_size = 2
@@ -88,6 +90,11 @@ max_sampling_rounds = 1
 [eval]
 n_items = 4
 max_new_tokens = 4
+[logic]
+n_items = 24
+[code]
+n_problems = 8
+tests_per_problem = 3
 [swe]
 enabled = false
 [genrm]

@@ -10,6 +10,7 @@ import pytest
 from flows.config import PipelineConfig
 from flows.pipeline import PLANTED_BY_STEP, pipeline
 from flows.store import DatasetStore
+from tests.curricula import short_tiny
 
 SMALL = {
     "name": "e2e",
@@ -30,6 +31,7 @@ SMALL = {
         "vocab_size": 320,
     },
     "train": {
+        "curriculum": short_tiny(),  # tiny.toml at 4 RL steps a stage (tests/curricula.py)
         "sft_steps": 30,
         "dynamic_sampling": False,
         "prompts_per_step": 2,

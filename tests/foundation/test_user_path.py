@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.curricula import short_tiny
+
 SMALL = {
     "name": "user",
     "data": {
@@ -32,6 +34,7 @@ SMALL = {
         "vocab_size": 300,
     },
     "train": {
+        "curriculum": short_tiny(),  # tiny.toml at 4 RL steps a stage (tests/curricula.py)
         "sft_steps": 10,
         "prompts_per_step": 2,
         "group_size": 2,
