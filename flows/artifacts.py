@@ -1,9 +1,11 @@
-"""Helpers for Prefect artifacts: keys they accept, and PNG plots inline in markdown."""
+"""Helpers for Prefect artifacts: keys they accept, PNG plots written atomically, and inline in markdown."""
 
 from __future__ import annotations
 
 import base64
 from pathlib import Path
+
+from flows.atomic import atomic_path
 
 
 def artifact_key(*parts: str) -> str:
@@ -15,3 +17,14 @@ def embed_png(path: str | Path, alt: str) -> str:
     """Markdown that shows a PNG inline (Prefect artifacts cannot reference local files)."""
     data = base64.b64encode(Path(path).read_bytes()).decode()
     return f"![{alt}](data:image/png;base64,{data})"
+
+
+def save_png(fig, path: str | Path, dpi: int = 110) -> Path:
+    """Write a matplotlib figure to `path` as PNG atomically (a reader never sees half a plot), then
+    close it so that pyplot does not keep every figure of a long run alive."""
+    import matplotlib.pyplot as plt  # heavy, and only where a plot is drawn
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
+    plt.close(fig)
+    return Path(path)

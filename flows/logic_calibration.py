@@ -30,8 +30,8 @@ from prefect.artifacts import (
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from flows.artifacts import embed_png
-from flows.atomic import atomic_path, atomic_write_text
+from flows.artifacts import embed_png, save_png
+from flows.atomic import atomic_write_text
 from flows.config import PolicyConfig
 from flows.errors import InputError
 from flows.policy import Sampler, make_sampler
@@ -157,10 +157,7 @@ def heatmap_png(rows: list[dict[str, Any]], path: Path) -> Path:
     ax.set_title("pass rate")
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
 
 
 # -- the calibration itself --------------------------------------------------------------------------

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from flows.artifacts import embed_png
-from flows.atomic import atomic_path
+from flows.artifacts import embed_png, save_png
 
 TABLE_COLUMNS = (
     "step",
@@ -45,15 +44,6 @@ def metrics_table(history: Sequence[dict[str, float]]) -> list[dict[str, float |
     return [{k: (round(h[k], 4) if k in h else None) for k in keys} for h in history]
 
 
-def _save(fig, path: Path, dpi: int = 90) -> Path:
-    import matplotlib.pyplot as plt
-
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=dpi)
-    plt.close(fig)
-    return path
-
-
 def plot_sft(history: Sequence[dict[str, float]], path: Path, title: str) -> Path:
     """The SFT warm start's loss per step."""
     import matplotlib
@@ -69,7 +59,7 @@ def plot_sft(history: Sequence[dict[str, float]], path: Path, title: str) -> Pat
     ax.grid(alpha=0.3)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path, dpi=90)
 
 
 def plot_weights(history: Sequence[dict[str, float]], path: Path, title: str) -> Path:
@@ -101,7 +91,7 @@ def plot_weights(history: Sequence[dict[str, float]], path: Path, title: str) ->
     fig.colorbar(image, ax=right)
     fig.suptitle(title)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path, dpi=90)
 
 
 def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str) -> Path:
@@ -126,7 +116,7 @@ def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str) -> 
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path, dpi=90)
 
 
 def plot_length_bias(history: Sequence[Mapping[str, float]], path, title: str = "length bias"):
@@ -164,7 +154,7 @@ def plot_length_bias(history: Sequence[Mapping[str, float]], path, title: str = 
         row[1].set_xlabel("RL step")
     fig.suptitle(title)
     fig.tight_layout()
-    return _save(fig, path, dpi=100)
+    return save_png(fig, path, dpi=100)
 
 
 def stage_markdown(summary: dict, history: Sequence[dict[str, float]]) -> str:

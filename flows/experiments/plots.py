@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flows.atomic import atomic_path
+from flows.artifacts import save_png
 from flows.experiments.arms import Arm
 from flows.experiments.estimates import reward_curve
 from flows.experiments.runs import RunResult
@@ -49,36 +49,33 @@ def _figure(n_panels: int):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, n_panels, figsize=(6.5 * n_panels, 4.2), sharey=True, squeeze=False)
-    return plt, fig, axes[0]
+    return fig, axes[0]
 
 
-def _save(plt, fig, path: Path, title: str) -> Path:
+def _save(fig, path: Path, title: str) -> Path:
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
 
 
 def plot_reward(results: Sequence[RunResult], arms: Sequence[Arm], path: Path, title: str) -> Path:
     """Training reward against step per RL arm: mean over seeds, band ± one std."""
     panels = [(t, [a for a in group if a.method == "rl"]) for t, group in _panels(arms)]
-    plt, fig, axes = _figure(len(panels))
+    fig, axes = _figure(len(panels))
     for ax, (name, group) in zip(axes, panels, strict=True):
         for arm in group:
             curves = [reward_curve(r) for r in results if r.arm == arm.name]
             if curves and curves[0].size:
                 _band(ax, np.arange(1, len(curves[0]) + 1), curves, arm.name)
         _style(ax, name, "mean sampled reward (band: ± 1 std over seeds)")
-    return _save(plt, fig, path, title)
+    return _save(fig, path, title)
 
 
 def plot_heldout(
     results: Sequence[RunResult], arms: Sequence[Arm], warm: PassRate, path: Path, title: str
 ) -> Path:
     """Held-out accuracy against step per arm (SFT continued included), the warm start dashed."""
-    plt, fig, axes = _figure(len(_panels(arms)))
+    fig, axes = _figure(len(_panels(arms)))
     for ax, (name, group) in zip(axes, _panels(arms), strict=True):
         for arm in group:
             runs = [r for r in results if r.arm == arm.name]
@@ -87,4 +84,4 @@ def plot_heldout(
                 _band(ax, steps, [[p.rate for _, p in r.heldout_curve] for r in runs], arm.name)
         ax.axhline(warm.rate, color="grey", linestyle="--", linewidth=1, label="warm start")
         _style(ax, name, f"held-out accuracy, {warm.n} items (band: ± 1 std over seeds)")
-    return _save(plt, fig, path, title)
+    return _save(fig, path, title)

@@ -18,7 +18,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from flows.atomic import atomic_path
+from flows.artifacts import save_png
 
 MATTERS_R = 1e-4  # an FP32 head "matters" when it raises r by more than this ...
 MATTERS_SHARE = 0.01  # ... or lowers the share of mismatched tokens by more than this
@@ -129,7 +129,4 @@ def scatter(result, path: Path, title: str) -> Path:
     axes[0].set_ylabel("rollout-path probability")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from flows.atomic import atomic_path
+from flows.artifacts import save_png
 from flows.errors import InputError
 from flows.genrm.labels import LABEL_FIELDS
 from flows.jsonl import read_jsonl
@@ -109,7 +109,4 @@ def plot_eval(result: JudgeEval, path: str | Path, title: str = "judge evaluatio
     )
     fig.suptitle(title)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
-    plt.close(fig)
-    return Path(path)
+    return save_png(fig, path, dpi=100)
