@@ -46,21 +46,16 @@ def code_version() -> str:
     except PackageNotFoundError:
         ver = "0+unknown"
     here = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5, check=True
+        )
+        return done.stdout.strip()
+
     try:
-        sha = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
+        sha = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
         return f"{ver}+g{sha}{'.dirty' if dirty else ''}"
     except (OSError, subprocess.SubprocessError):
         return ver
