@@ -8,11 +8,9 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from glob import glob
 from pathlib import Path
@@ -20,15 +18,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from m1model.serving import free_port
+from tests.processes import wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 M1 = [sys.executable, "-c", "from flows.cli import main; main()"]
 API_KEY = "test-key-0123456789"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -53,18 +48,6 @@ def started(args: list[str], log: Path, env: dict[str, str] | None = None) -> It
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-
-
-def wait_until(ready: Callable[[], bool], what: str, proc: subprocess.Popen, log: Path, timeout: float = 180):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"{what}: exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(httpx.HTTPError):
-            if ready():
-                return
-        time.sleep(0.3)
-    pytest.fail(f"{what}: not ready after {timeout}s:\n{log.read_text()[-3000:]}")
 
 
 def healthy(url: str) -> Callable[[], bool]:

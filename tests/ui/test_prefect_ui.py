@@ -12,16 +12,17 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
+
+from m1model.serving import free_port
+from tests.processes import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -71,12 +72,6 @@ def node() -> str:
     return shutil.which("node")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def _process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
     """A background process that is stopped with everything it started (flow runs, browser), even on failure."""
@@ -107,20 +102,8 @@ def _stop(proc: subprocess.Popen) -> None:
             child.kill()
 
 
-def _wait_until(ready, what: str, proc: subprocess.Popen, log: Path, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"{what}: process exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        with contextlib.suppress(httpx.HTTPError):
-            if ready():
-                return
-        time.sleep(1)
-    pytest.fail(f"{what}: not ready after {timeout}s:\n{log.read_text()[-3000:]}")
-
-
 def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_home):
-    port = _free_port()
+    port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = os.environ | {
         "PREFECT_HOME": str(tmp_path / "prefect"),
@@ -132,7 +115,7 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
     shots.mkdir()
 
     with _process([*M1, "ui", "--port", str(port)], server_env, tmp_path / "server.log") as server:
-        _wait_until(
+        wait_until(
             lambda: httpx.get(f"{api}/health", timeout=5).json() is True,
             "m1 ui",
             server,
@@ -150,7 +133,7 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
                 found = httpx.post(f"{api}/deployments/filter", json={}, timeout=5).json()
                 return DEPLOYMENTS <= {d["name"] for d in found}
 
-            _wait_until(registered, "m1 deploy", serving, tmp_path / "deploy.log")
+            wait_until(registered, "m1 deploy", serving, tmp_path / "deploy.log")
 
             check = subprocess.Popen(
                 [node, str(UI_DIR / "ui_check.mjs"), f"http://127.0.0.1:{port}", str(shots)],
