@@ -1,0 +1,154 @@
+"""The judge's training run on a tiny configuration (flows/genrm/train_judge.py: data, SFT, served
+evaluation, the saved checkpoint and its summary), what the evaluation plot draws (flows/genrm/files.py),
+the general items' schema guard and the logic responses' cut-off answer (issue 25: written from the
+mutation sample's untested and surviving mutants; the slow flow test trains a real judge)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pytest
+
+import flows.genrm.files as files_module
+import flows.genrm.general as general_module
+from flows.config import GenRMConfig, ModelConfig
+from flows.genrm.general import GeneralTask, general_items
+from flows.genrm.labels import LOGIC_TASKS, labelled_set
+from flows.genrm.train_judge import HELDOUT, balanced, datasets, grade_examples, pair_examples, train_judge
+from verifiers.genrm.evaluate import JudgeEval
+
+TINY_JUDGE = ModelConfig(
+    hidden_size=16,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    head_dim=8,
+    intermediate_size=16,
+    vocab_size=320,
+)
+
+
+def test_train_judge_on_a_tiny_config_saves_a_checkpoint_its_summary_and_the_heldout_labels(tmp_path):
+    from m1model.policy import load_policy
+
+    cfg = GenRMConfig(
+        train_prompts=4,
+        eval_prompts=2,
+        judge_steps=1,
+        judge_batch_size=2,
+        judge_max_tokens=2,
+        judge_model=TINY_JUDGE,
+    )
+    steps = []
+    summary = train_judge(tmp_path / "judge", cfg, on_step=steps.append, inputs_hash="abc")
+
+    train, test = datasets(cfg)
+    rng = random.Random(f"judge/{cfg.seed}")
+    expected = balanced(grade_examples(train) + pair_examples(train, rng), rng)
+    assert summary["inputs_hash"] == "abc"
+    assert summary["train_examples"] == len(expected)
+    assert {e.kind for e in expected} == {"grade", "pair"}
+    assert (summary["train_responses"], summary["heldout_responses"]) == (len(train), len(test))
+    assert summary["heldout_grades"] == dict(Counter(x.grade for x in test))
+    assert summary["config"] == cfg.model_dump()
+    assert len(steps) == 1 and summary["final_loss"] == pytest.approx(steps[-1]["loss"])
+    # every held-out response was put to the served judge (2 tokens cannot hold a grade: all fail)
+    assert summary["eval"]["n"] + summary["eval"]["rejected"] == len(test)
+    assert summary["eval"]["failed"] == len(test)
+    assert 0 < summary["train_seconds"] <= summary["seconds"]
+
+    folder = tmp_path / "judge"
+    meta = json.loads((folder / "training.json").read_text())
+    assert meta["judge"]["train_examples"] == len(expected)
+    assert JudgeEval.from_dict(meta["judge"]["eval"]).confusion == summary["eval"]["confusion"]
+    assert [s["loss"] for s in meta["sft"]] == [s["loss"] for s in steps]
+    held = [json.loads(line) for line in (folder / HELDOUT).read_text().splitlines()]
+    assert [(r["prompt_id"], r["response"], r["grade"]) for r in held] == [
+        (x.prompt_id, x.response, x.grade) for x in test
+    ]
+    model, tokenizer = load_policy(folder)
+    assert model.config.hidden_size == 16 and model.config.num_hidden_layers == 1
+    assert model.config.vocab_size == len(tokenizer)
+
+
+def _eval(confusion) -> JudgeEval:
+    return JudgeEval(
+        n=6,
+        accuracy=0.5,
+        majority_baseline=0.25,
+        spearman=0.3,
+        failed=1,
+        confusion=confusion,
+        best_of_n=[
+            {"n": 1, "judge": 0.4, "pass": 0.4, "random": 0.4, "prompts": 2},
+            {"n": 2, "judge": 0.6, "pass": 0.7, "random": 0.45, "prompts": 2},
+            {"n": 4, "judge": 0.7, "pass": 0.9, "random": 0.5, "prompts": 2},
+        ],
+    )
+
+
+def test_the_evaluation_plot_draws_best_of_n_and_the_confusion_counts(tmp_path, monkeypatch):
+    drawn = []
+    real_save = files_module.save_png
+
+    def keep(fig, path, dpi=110):
+        drawn.append((fig, dpi))
+        return real_save(fig, path, dpi=dpi)
+
+    monkeypatch.setattr(files_module, "save_png", keep)
+    result = _eval({5: {"5": 2, "4": 1}, 2: {"2": 1, "fail": 1}, 1: {"3": 1}})
+    out = files_module.plot_eval(result, tmp_path / "eval.png", "my title")
+    assert out == tmp_path / "eval.png" and out.read_bytes()[:4] == b"\x89PNG"
+    ((fig, dpi),) = drawn
+    assert dpi == 100
+    ax, cm = fig.axes[:2]
+    assert fig._suptitle.get_text() == "my title"
+
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines) == ["pass@N (ceiling)", "judge's Best-of-N", "random pick (floor)"]
+    assert list(lines["pass@N (ceiling)"].get_ydata()) == [0.4, 0.7, 0.9]
+    assert list(lines["judge's Best-of-N"].get_ydata()) == [0.4, 0.6, 0.7]
+    assert list(lines["random pick (floor)"].get_ydata()) == [0.4, 0.45, 0.5]
+    assert [line.get_linestyle() for line in lines.values()] == ["--", "-", ":"]
+    assert list(lines["pass@N (ceiling)"].get_xdata()) == [1, 2, 4]
+    assert ax.get_ylim() == (0, 1.05)
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(lines)
+
+    # rows: true grades ascending; columns: the judge's grades 1-5 then "fail"; absent cells are 0
+    assert [t.get_text() for t in cm.get_xticklabels()] == ["1", "2", "3", "4", "5", "fail"]
+    assert [t.get_text() for t in cm.get_yticklabels()] == ["1", "2", "5"]
+    assert cm.images[0].get_array().tolist() == [
+        [0, 0, 1, 0, 0, 0],
+        [0, 1, 0, 0, 0, 1],
+        [0, 0, 0, 1, 2, 0],
+    ]
+    cells = {(round(t.get_position()[1]), round(t.get_position()[0])): t for t in cm.texts}
+    assert len(cells) == 18
+    assert (
+        cells[(2, 4)].get_text() == "2"
+        and cells[(1, 5)].get_text() == "1"
+        and cells[(0, 0)].get_text() == "0"
+    )
+    assert {(t.get_fontsize(), t.get_ha(), t.get_va()) for t in cm.texts} == {(8, "center", "center")}
+    assert cm.get_title() == "grades: accuracy 0.50 (majority 0.25)"
+    assert (cm.get_xlabel(), cm.get_ylabel()) == ("judge's grade", "true grade")
+
+
+def test_general_items_that_fail_the_schema_raise_with_the_reasons(monkeypatch):
+    monkeypatch.setattr(
+        general_module, "TEMPLATES", {"blank": lambda rng: GeneralTask("  ", "ref", "Monday", "day")}
+    )
+    with pytest.raises(RuntimeError, match=r"general items failed the schema: \['empty prompt'\]"):
+        general_items(1)
+
+
+def test_a_logic_response_cut_off_before_its_answer_is_the_unfinished_sentence():
+    labs = labelled_set(0, len(LOGIC_TASKS), 0, seed=3)
+    cut = [x for x in labs if x.perturbation == "truncated"]
+    assert len(cut) == len(LOGIC_TASKS)
+    assert {x.response for x in cut} == {"I think the answer is"}
+    assert {x.grade for x in cut} == {1}  # no final answer
