@@ -9,7 +9,7 @@ nothing but cell tokens and those separators and the cells come out as exactly r
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from verifiers.logic.base import ParseError
 from verifiers.logic.textutil import no_repeats, parse_int, scan
@@ -88,6 +88,24 @@ def neighbours(r: int, c: int, rows: int, cols: int, steps: Sequence[Cell] = ORT
     for dr, dc in steps:
         if inside(r + dr, c + dc, rows, cols):
             yield r + dr, c + dc
+
+
+def named_lines(grid: Sequence[Sequence[object]]) -> list[tuple[str, list]]:
+    """("row i", its cells) for every row, then ("column j", its cells) for every column, 1-based."""
+    rows = [(f"row {i + 1}", list(row)) for i, row in enumerate(grid)]
+    return rows + [(f"column {j + 1}", [row[j] for row in grid]) for j in range(len(grid[0]) if grid else 0)]
+
+
+def line_clue_violations(
+    grid: Sequence[Sequence[object]], clues: Sequence[object], measure: Callable[[list], object], message: str
+) -> list[str]:
+    """``message`` (with ``{line}``, ``{got}``, ``{want}``) for every row, then column, whose ``measure``
+    differs from its clue; ``clues`` are the row clues followed by the column clues."""
+    return [
+        message.format(line=name, got=got, want=want)
+        for (name, cells), want in zip(named_lines(grid), clues, strict=True)
+        if (got := measure(cells)) != want
+    ]
 
 
 def diff_cells(answer: Sequence[Sequence[object]], gold: Sequence[Sequence[object]]) -> list[list[int]]:

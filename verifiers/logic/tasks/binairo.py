@@ -7,17 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from verifiers.logic.binary import Grid, MarkedCellsTask
-from verifiers.logic.grids import render
+from verifiers.logic.grids import named_lines, render
 from verifiers.logic.solvers import SatModel, reduce_clues
 
 SIZES = {1: 4, 2: 6, 3: 8, 4: 10, 5: 12}
-
-
-def lines_of(grid: Grid) -> list[tuple[str, list[int]]]:
-    n = len(grid)
-    return [(f"row {i + 1}", grid[i]) for i in range(n)] + [
-        (f"column {i + 1}", [row[i] for row in grid]) for i in range(n)
-    ]
 
 
 class Binairo(MarkedCellsTask):
@@ -80,7 +73,7 @@ class Binairo(MarkedCellsTask):
     def violations(self, puzzle: dict[str, Any], grid: Grid) -> list[str]:
         n = puzzle["rows"]
         out = []
-        for name, line in lines_of(grid):
+        for name, line in named_lines(grid):
             if sum(line) != n // 2:
                 out.append(f"{name} has {sum(line)} ones")
             if any(line[k] == line[k + 1] == line[k + 2] for k in range(n - 2)):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from verifiers.logic.binary import Grid, MarkedCellsTask
-from verifiers.logic.grids import KING, neighbours, render
+from verifiers.logic.grids import KING, line_clue_violations, neighbours, render
 from verifiers.logic.solvers import SatModel
 
 SIZES = {1: 5, 2: 6, 3: 7, 4: 8, 5: 9, 6: 10}
@@ -110,16 +110,8 @@ class Campsite(MarkedCellsTask):
         trees = [tuple(t) for t in puzzle["trees"]]
         tents = {(r, c) for r in range(n) for c in range(n) if grid[r][c]}
         out = [f"tent on the tree at ({r + 1}, {c + 1})" for r, c in trees if (r, c) in tents]
-        out += [
-            f"row {i + 1} has {sum(grid[i])} tents, clue {k}"
-            for i, k in enumerate(puzzle["row_counts"])
-            if sum(grid[i]) != k
-        ]
-        out += [
-            f"column {i + 1} has {sum(row[i] for row in grid)} tents, clue {k}"
-            for i, k in enumerate(puzzle["col_counts"])
-            if sum(row[i] for row in grid) != k
-        ]
+        clues = [*puzzle["row_counts"], *puzzle["col_counts"]]
+        out += line_clue_violations(grid, clues, sum, "{line} has {got} tents, clue {want}")
         out += [
             f"tents at ({r + 1}, {c + 1}) and ({a + 1}, {b + 1}) touch"
             for r, c in sorted(tents)

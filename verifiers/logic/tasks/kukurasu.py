@@ -8,6 +8,7 @@ import itertools
 from typing import Any
 
 from verifiers.logic.binary import Grid, MarkedCellsTask
+from verifiers.logic.grids import line_clue_violations
 from verifiers.logic.solvers import SatModel
 
 SIZES = {1: 4, 2: 5, 3: 6, 4: 7, 5: 8, 6: 9}
@@ -62,16 +63,8 @@ class Kukurasu(MarkedCellsTask):
 
     def violations(self, puzzle: dict[str, Any], grid: Grid) -> list[str]:
         n = puzzle["rows"]
-        out = [
-            f"row {i + 1} sums to {weighted(grid[i])}, clue {want}"
-            for i, want in enumerate(puzzle["row_sums"])
-            if weighted(grid[i]) != want
-        ]
-        out += [
-            f"column {i + 1} sums to {weighted([row[i] for row in grid])}, clue {want}"
-            for i, want in enumerate(puzzle["col_sums"])
-            if weighted([row[i] for row in grid]) != want
-        ]
+        clues = [*puzzle["row_sums"], *puzzle["col_sums"]]
+        out = line_clue_violations(grid, clues, weighted, "{line} sums to {got}, clue {want}")
         return out[: 2 * n]
 
     def measure(self, puzzle: dict[str, Any]) -> float:

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
-from verifiers.logic.grids import grid_result, parse_int_grid, render
+from verifiers.logic.grids import grid_result, named_lines, parse_int_grid, render
 
 # level -> (size, cells given)
 LEVELS = {1: (3, 4), 2: (3, 2), 3: (4, 8), 4: (4, 5), 5: (5, 10), 6: (6, 16)}
@@ -73,10 +73,7 @@ def violations(grid: list[list[int]]) -> list[str]:
     target = n * (n * n + 1) // 2
     values = sorted(v for row in grid for v in row)
     out = [] if values == list(range(1, n * n + 1)) else [f"the numbers are not exactly 1..{n * n}"]
-    lines = [(f"row {i + 1}", grid[i]) for i in range(n)] + [
-        (f"column {i + 1}", [row[i] for row in grid]) for i in range(n)
-    ]
-    lines += [
+    lines = named_lines(grid) + [
         ("main diagonal", [grid[i][i] for i in range(n)]),
         ("anti-diagonal", [grid[i][n - 1 - i] for i in range(n)]),
     ]

@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any
 
 from verifiers.logic.binary import Grid, MarkedCellsTask
+from verifiers.logic.grids import line_clue_violations
 from verifiers.logic.solvers import SatModel
 
 SIZES = {1: (5, 5), 2: (6, 6), 3: (8, 8), 4: (10, 10), 5: (12, 12), 6: (15, 15)}
@@ -81,17 +82,8 @@ class Nonogram(MarkedCellsTask):
         return m, cells, self.given_literals(puzzle, cells)
 
     def violations(self, puzzle: dict[str, Any], grid: Grid) -> list[str]:
-        out = [
-            f"row {i + 1} has runs {runs(grid[i])}, clue {clue}"
-            for i, clue in enumerate(puzzle["row_clues"])
-            if runs(grid[i]) != clue
-        ]
-        out += [
-            f"column {i + 1} has runs {runs([row[i] for row in grid])}, clue {clue}"
-            for i, clue in enumerate(puzzle["col_clues"])
-            if runs([row[i] for row in grid]) != clue
-        ]
-        return out
+        clues = [*puzzle["row_clues"], *puzzle["col_clues"]]
+        return line_clue_violations(grid, clues, runs, "{line} has runs {got}, clue {want}")
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return puzzle["rows"] * puzzle["cols"] - len(puzzle["given"])

@@ -9,7 +9,7 @@ import string
 from typing import Any
 
 from verifiers.logic.binary import Grid, MarkedCellsTask
-from verifiers.logic.grids import KING, neighbours, random_regions, render
+from verifiers.logic.grids import KING, line_clue_violations, neighbours, random_regions, render
 from verifiers.logic.solvers import SatModel
 
 # level -> (size, stars per row/column/region); the rules and checker take any k, the generator draws k=1
@@ -79,12 +79,7 @@ class StarPlacement(MarkedCellsTask):
 
     def violations(self, puzzle: dict[str, Any], grid: Grid) -> list[str]:
         n, k, regions = puzzle["rows"], puzzle["k"], puzzle["regions"]
-        out = [f"row {i + 1} has {sum(grid[i])} stars" for i in range(n) if sum(grid[i]) != k]
-        out += [
-            f"column {c + 1} has {sum(row[c] for row in grid)} stars"
-            for c in range(n)
-            if sum(row[c] for row in grid) != k
-        ]
+        out = line_clue_violations(grid, [k] * (2 * n), sum, "{line} has {got} stars")
         for i in range(n):
             got = sum(grid[r][c] for r in range(n) for c in range(n) if regions[r][c] == i)
             if got != k:

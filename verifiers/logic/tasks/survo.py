@@ -7,7 +7,7 @@ from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance
 from verifiers.logic.fill import FillInTask
-from verifiers.logic.grids import render
+from verifiers.logic.grids import line_clue_violations, render
 
 # level -> (rows, cols, blanks wanted)
 LEVELS = {1: (3, 3, 3), 2: (3, 4, 5), 3: (4, 4, 7), 4: (4, 5, 9), 5: (5, 5, 11), 6: (5, 6, 13)}
@@ -112,16 +112,8 @@ class Survo(FillInTask):
         broken = []
         if sorted(v for row in grid for v in row) != list(range(1, rows * cols + 1)):
             broken.append(f"the numbers are not exactly 1..{rows * cols}")
-        broken += [
-            f"row {r + 1} sums to {sum(grid[r])}, not {s}"
-            for r, s in enumerate(puzzle["row_sums"])
-            if sum(grid[r]) != s
-        ]
-        broken += [
-            f"column {c + 1} sums to {sum(row[c] for row in grid)}, not {s}"
-            for c, s in enumerate(puzzle["col_sums"])
-            if sum(row[c] for row in grid) != s
-        ]
+        clues = [*puzzle["row_sums"], *puzzle["col_sums"]]
+        broken += line_clue_violations(grid, clues, sum, "{line} sums to {got}, not {want}")
         return broken
 
     def count_solutions(self, puzzle: dict[str, Any], limit: int = 2) -> int:
