@@ -90,6 +90,21 @@ def neighbours(r: int, c: int, rows: int, cols: int, steps: Sequence[Cell] = ORT
             yield r + dr, c + dc
 
 
+def touching_pairs(
+    grid: Sequence[Sequence[object]], steps: Sequence[Cell] = ORTHOGONAL
+) -> list[tuple[Cell, Cell]]:
+    """Every pair of marked (truthy) cells that are neighbours by ``steps``, once each, in row-major order."""
+    rows, cols = len(grid), len(grid[0]) if grid else 0
+    return [
+        ((r, c), (a, b))
+        for r in range(rows)
+        for c in range(cols)
+        if grid[r][c]
+        for a, b in neighbours(r, c, rows, cols, steps)
+        if (a, b) > (r, c) and grid[a][b]
+    ]
+
+
 def named_lines(grid: Sequence[Sequence[object]]) -> list[tuple[str, list]]:
     """("row i", its cells) for every row, then ("column j", its cells) for every column, 1-based."""
     rows = [(f"row {i + 1}", list(row)) for i, row in enumerate(grid)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from verifiers.logic.binary import Grid, MarkedCellsTask
-from verifiers.logic.grids import KING, line_clue_violations, neighbours, render
+from verifiers.logic.grids import KING, line_clue_violations, neighbours, render, touching_pairs
 from verifiers.logic.solvers import SatModel
 
 SIZES = {1: 5, 2: 6, 3: 7, 4: 8, 5: 9, 6: 10}
@@ -114,9 +114,7 @@ class Campsite(MarkedCellsTask):
         out += line_clue_violations(grid, clues, sum, "{line} has {got} tents, clue {want}")
         out += [
             f"tents at ({r + 1}, {c + 1}) and ({a + 1}, {b + 1}) touch"
-            for r, c in sorted(tents)
-            for a, b in neighbours(r, c, n, n, KING)
-            if (a, b) > (r, c) and (a, b) in tents
+            for (r, c), (a, b) in touching_pairs(grid, KING)
         ]
         if not out and not perfect_matching(trees, tents, n):
             out.append("tents cannot be paired one-to-one with adjacent trees")

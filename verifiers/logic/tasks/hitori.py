@@ -9,7 +9,7 @@ from collections import deque
 from typing import Any
 
 from verifiers.logic.binary import Grid, MarkedCellsTask
-from verifiers.logic.grids import neighbours, render
+from verifiers.logic.grids import neighbours, render, touching_pairs
 from verifiers.logic.latin import random_latin
 from verifiers.logic.solvers import SatModel
 
@@ -116,11 +116,7 @@ class Hitori(MarkedCellsTask):
                 out.append(f"column {i + 1} repeats an unshaded number")
         out += [
             f"shaded cells ({r + 1}, {c + 1}) and ({a + 1}, {b + 1}) share an edge"
-            for r in range(n)
-            for c in range(n)
-            if grid[r][c]
-            for a, b in neighbours(r, c, n, n)
-            if (a, b) > (r, c) and grid[a][b]
+            for (r, c), (a, b) in touching_pairs(grid)
         ]
         open_cells = {(r, c) for r in range(n) for c in range(n) if not grid[r][c]}
         if len(components(open_cells, n)) > 1:

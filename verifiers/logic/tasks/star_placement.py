@@ -9,7 +9,14 @@ import string
 from typing import Any
 
 from verifiers.logic.binary import Grid, MarkedCellsTask
-from verifiers.logic.grids import KING, line_clue_violations, neighbours, random_regions, render
+from verifiers.logic.grids import (
+    KING,
+    line_clue_violations,
+    neighbours,
+    random_regions,
+    render,
+    touching_pairs,
+)
 from verifiers.logic.solvers import SatModel
 
 # level -> (size, stars per row/column/region); the rules and checker take any k, the generator draws k=1
@@ -86,11 +93,7 @@ class StarPlacement(MarkedCellsTask):
                 out.append(f"region {string.ascii_uppercase[i]} has {got} stars")
         out += [
             f"stars at ({r + 1}, {c + 1}) and ({a + 1}, {b + 1}) touch"
-            for r in range(n)
-            for c in range(n)
-            if grid[r][c]
-            for a, b in neighbours(r, c, n, n, KING)
-            if (a, b) > (r, c) and grid[a][b]
+            for (r, c), (a, b) in touching_pairs(grid, KING)
         ]
         return out
 
