@@ -131,3 +131,10 @@ class LogicTask(ABC):
             raise ValueError(
                 f"{self.name}: difficulty {difficulty} out of range {min(self.levels)}..{max(self.levels)}"
             )
+
+
+def exact_result(got: object, want: object) -> tuple[float, dict[str, Any]]:
+    """The scoring record of a task with one right value: reward 1 on it, else what was expected and given."""
+    if got == want:
+        return 1.0, {"correct": True}
+    return 0.0, {"correct": False, "expected": want, "got": got}

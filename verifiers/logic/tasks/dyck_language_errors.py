@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, exact_result
 from verifiers.logic.dyck import PAIRS, first_error, random_dyck
 from verifiers.logic.textutil import one_integer
 
@@ -51,10 +51,7 @@ class DyckLanguageErrors(LogicTask):
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         got = one_integer(answer, zero=r"none|no error|valid|well[- ]nested", what="position")
-        want = puzzle["first_error"]
-        if got == want:
-            return 1.0, {"correct": True}
-        return 0.0, {"correct": False, "expected": want, "got": got}
+        return exact_result(got, puzzle["first_error"])
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(puzzle["length"])

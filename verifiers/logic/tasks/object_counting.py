@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError, exact_result
 from verifiers.logic.textutil import SEPARATORS, parse_int, scan, strip_wrapping
 
 # category -> (singular, plural)
@@ -115,10 +115,7 @@ class ObjectCounting(LogicTask):
         return LogicInstance(self.name, difficulty, seed, prompt, str(total), puzzle)
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
-        got = parse_count(answer)
-        if got == puzzle["count"]:
-            return 1.0, {"correct": True}
-        return 0.0, {"correct": False, "expected": puzzle["count"], "got": got}
+        return exact_result(parse_count(answer), puzzle["count"])
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(puzzle["kinds"] + 2 * puzzle["changes"])

@@ -7,7 +7,7 @@ import bisect
 import random
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, exact_result
 from verifiers.logic.textutil import one_integer, pick_words
 
 
@@ -49,10 +49,7 @@ class WordSortingMistake(LogicTask):
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         got = one_integer(answer, zero=r"none|no mistake|no error|correct", what="step number")
-        want = puzzle["first_mistake"]
-        if got == want:
-            return 1.0, {"correct": True}
-        return 0.0, {"correct": False, "expected": want, "got": got}
+        return exact_result(got, puzzle["first_mistake"])
 
     def measure(self, puzzle: dict[str, Any]) -> float:
         return float(len(puzzle["words"]))
