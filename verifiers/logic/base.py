@@ -11,6 +11,7 @@ import json
 import random
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -138,3 +139,12 @@ def exact_result(got: object, want: object) -> tuple[float, dict[str, Any]]:
     if got == want:
         return 1.0, {"correct": True}
     return 0.0, {"correct": False, "expected": want, "got": got}
+
+
+def flip_one_part(answer: str, seed: int, flip: Callable[[str], str]) -> str:
+    """``answer``'s ", "-separated parts with one of them, drawn from ``seed``, passed through ``flip``: the
+    near miss that `LogicTask.corrupt` returns for answers that list one value per name."""
+    parts = answer.split(", ")
+    k = random.Random(seed).randrange(len(parts))
+    parts[k] = flip(parts[k])
+    return ", ".join(parts)

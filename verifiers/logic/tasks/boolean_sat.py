@@ -4,11 +4,10 @@ instance is satisfiable and no variable is free. Any satisfying assignment score
 
 from __future__ import annotations
 
-import random
 import re
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError, flip_one_part
 from verifiers.logic.textutil import SEPARATORS, no_repeats, parse_int, scan
 
 Clause = list[int]  # DIMACS-style literals: +i is x_i, -i is NOT x_i
@@ -91,11 +90,11 @@ class BooleanSat(LogicTask):
 
     def corrupt(self, instance: LogicInstance, seed: int) -> str:
         """Flip one variable of the planted assignment; its private clause then fails."""
-        rng = random.Random(seed)
-        parts = instance.answer.split(", ")
-        k = rng.randrange(len(parts))
-        parts[k] = parts[k].replace("True", "X").replace("False", "True").replace("X", "False")
-        return ", ".join(parts)
+        return flip_one_part(
+            instance.answer,
+            seed,
+            lambda p: p.replace("True", "X").replace("False", "True").replace("X", "False"),
+        )
 
 
 def _satisfied(clause: Clause, values: dict[int, bool]) -> bool:

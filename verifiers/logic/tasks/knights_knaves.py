@@ -9,7 +9,7 @@ import random
 import re
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, flip_one_part
 from verifiers.logic.textutil import NAMES, SEPARATORS, no_repeats, scan, strip_wrapping
 
 Statement = list[Any]  # [kind, *args]; JSON-friendly
@@ -130,11 +130,11 @@ class KnightsKnaves(LogicTask):
         return float(2 ** len(puzzle["names"]))  # assignments the solver enumerates
 
     def corrupt(self, instance: LogicInstance, seed: int) -> str:
-        rng = random.Random(seed)
-        parts = instance.answer.split(", ")
-        k = rng.randrange(len(parts))
-        parts[k] = parts[k].replace("knight", "KNAVE").replace("knave", "knight").replace("KNAVE", "knave")
-        return ", ".join(parts)
+        return flip_one_part(
+            instance.answer,
+            seed,
+            lambda p: p.replace("knight", "KNAVE").replace("knave", "knight").replace("KNAVE", "knave"),
+        )
 
 
 def parse_roles(answer: str, names: list[str], words: tuple[str, str]) -> dict[str, bool]:

@@ -5,10 +5,9 @@ assignment) that exactly one assignment fits, then asks about three of the peopl
 from __future__ import annotations
 
 import itertools
-import random
 from typing import Any
 
-from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask
+from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, flip_one_part
 from verifiers.logic.textutil import NAMES, SEPARATORS, scan, strip_wrapping
 
 PLACES = (
@@ -138,10 +137,7 @@ class WebOfLies(LogicTask):
         return float(2 ** len(puzzle["places"]))
 
     def corrupt(self, instance: LogicInstance, seed: int) -> str:
-        parts = instance.answer.split(", ")
-        k = random.Random(seed).randrange(len(parts))
-        parts[k] = "no" if parts[k] == "yes" else "yes"
-        return ", ".join(parts)
+        return flip_one_part(instance.answer, seed, lambda p: "no" if p == "yes" else "yes")
 
 
 TASK = WebOfLies()
