@@ -30,6 +30,17 @@ def m1_home(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="session")
+def process_sandbox():
+    """The process sandbox, or a skip that says why this machine has none."""
+    from sandboxes import SandboxUnavailable, get_sandbox
+
+    try:
+        return get_sandbox("process")
+    except SandboxUnavailable as exc:
+        pytest.skip(f"process sandbox unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
 def prefect_harness():
     """A temporary Prefect server + database for tests that run flows (started once per session)."""
     from prefect.testing.utilities import prefect_test_harness

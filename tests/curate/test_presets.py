@@ -152,15 +152,11 @@ def test_code_presets_carry_the_code_verifier_fields():
 
 
 @pytest.fixture(scope="module")
-def code_verifier():
+def code_verifier(request):
     pytest.importorskip("verifiers.code_programs", reason="the code verifier's HumanEval/MBPP forms")
-    from sandboxes import SandboxUnavailable, get_sandbox
+    request.getfixturevalue("process_sandbox")  # after the importorskip, whose reason comes first
     from verifiers.code import CodeVerifier
 
-    try:
-        get_sandbox("process")
-    except SandboxUnavailable as exc:
-        pytest.skip(f"process sandbox unavailable: {exc}")
     return CodeVerifier(time_limit_s=2, memory_mb=256)
 
 

@@ -12,13 +12,7 @@ SUM_TESTS = [{"input": "1 2\n", "output": "3\n"}, {"input": "5 7\n", "output": "
 
 
 @pytest.fixture(scope="module")
-def verifier():
-    from sandboxes import SandboxUnavailable, get_sandbox
-
-    try:
-        get_sandbox("process")
-    except SandboxUnavailable as exc:
-        pytest.skip(f"process sandbox unavailable: {exc}")
+def verifier(process_sandbox):
     return CodeVerifier(time_limit_s=1, memory_mb=256)  # generous wall time: the machine may be loaded
 
 

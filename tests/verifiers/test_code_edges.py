@@ -27,16 +27,6 @@ def py(code: str, tag: str = "python") -> str:
     return f"<think>I will write it.</think>Here is my solution:\n```{tag}\n{code}\n```\nDone."
 
 
-@pytest.fixture(scope="module")
-def sandboxed():
-    from sandboxes import SandboxUnavailable, get_sandbox
-
-    try:
-        get_sandbox("process")
-    except SandboxUnavailable as exc:
-        pytest.skip(f"process sandbox unavailable: {exc}")
-
-
 # --- comparison helpers --------------------------------------------------------------------------------
 
 
@@ -404,7 +394,7 @@ def test_function_verdict_records(stdout, test, verdict):
 # --- sandboxed runs -------------------------------------------------------------------------------------
 
 
-def test_stdio_defaults_indices_and_the_first_failure(sandboxed):
+def test_stdio_defaults_indices_and_the_first_failure(process_sandbox):
     """A test without input gets empty stdin and one without output expects none; with partial credit
     every test runs, the record keeps each test's index, and the verdict is the first failure's."""
     code = "import sys\ndata = sys.stdin.read()\nif data:\n    print(sum(map(int, data.split())))"
@@ -425,7 +415,7 @@ def test_stdio_defaults_indices_and_the_first_failure(sandboxed):
     assert all(isinstance(r["time_s"], float) and isinstance(r["memory_mb"], float) for r in records)
 
 
-def test_function_call_arguments_and_harness_forgeries(sandboxed):
+def test_function_call_arguments_and_harness_forgeries(process_sandbox):
     """Missing args/kwargs default to none, keyword arguments reach the function, and a solution can
     neither forge the harness's result marker nor exit early with the answer printed."""
     code = (
@@ -457,7 +447,7 @@ def test_function_call_arguments_and_harness_forgeries(sandboxed):
     assert records[5]["stderr"] == "the function's result is not JSON-serialisable"
 
 
-def test_a_compiler_error_counts_every_test(sandboxed):
+def test_a_compiler_error_counts_every_test(process_sandbox):
     from sandboxes import get_sandbox
 
     if not get_sandbox("process").supports("cpp"):
@@ -468,7 +458,7 @@ def test_a_compiler_error_counts_every_test(sandboxed):
     assert "undeclared" in reward.details["compile_output"]
 
 
-def test_a_memory_limit_too_small_to_start_is_a_sandbox_error(sandboxed):
+def test_a_memory_limit_too_small_to_start_is_a_sandbox_error(process_sandbox):
     """1 MB is a valid limit, but not even the sandbox starts in it: an error, never a verdict."""
     (reward,) = CodeVerifier().verify([{"response": py("print(3)"), "tests": SUM_TESTS, "memory_mb": 1}])
     assert reward.reward == 0 and "verdict" not in reward.details

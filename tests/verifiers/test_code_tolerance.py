@@ -27,13 +27,7 @@ def test_outputs_match_with_a_fractional_tolerance(got, want, tolerance, match):
 
 
 @pytest.fixture(scope="module")
-def verifier():
-    from sandboxes import SandboxUnavailable, get_sandbox
-
-    try:
-        get_sandbox("process")
-    except SandboxUnavailable as exc:
-        pytest.skip(f"process sandbox unavailable: {exc}")
+def verifier(process_sandbox):
     return CodeVerifier(time_limit_s=2, tolerance=1e-6, workers=1)
 
 

@@ -162,13 +162,7 @@ def test_math_never_crashes_and_junk_never_scores():
 
 
 @pytest.fixture(scope="module")
-def code_verifier():
-    from sandboxes import SandboxUnavailable, get_sandbox
-
-    try:
-        get_sandbox("process")
-    except SandboxUnavailable as exc:
-        pytest.skip(f"process sandbox unavailable: {exc}")
+def code_verifier(process_sandbox):
     return CodeVerifier(time_limit_s=1, memory_mb=256)
 
 
