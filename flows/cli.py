@@ -33,6 +33,8 @@ from flows.commands import (
     verify,
 )
 from flows.errors import M1Error
+from flows.home import m1_home
+from m1model.allocator import keep_freed_memory
 
 app = typer.Typer(
     name="m1",
@@ -72,8 +74,6 @@ def _prefect_defaults() -> None:
     Prefect's database lives under ``$M1_HOME/prefect`` (one project's runs, not every project's), unless
     the user points Prefect elsewhere: PREFECT_HOME or PREFECT_API_URL set, or a Prefect profile of their
     own in ~/.prefect/profiles.toml."""
-    from flows.store import m1_home
-
     user_configured = {"PREFECT_HOME", "PREFECT_API_URL"} & set(os.environ) or (
         Path.home() / ".prefect" / "profiles.toml"
     ).exists()
@@ -117,8 +117,6 @@ def _is_terminal(stream) -> bool:
 
 
 def main() -> None:
-    from m1model.allocator import keep_freed_memory
-
     keep_freed_memory()  # before any tensor: training's temporaries stay in the heap (page faults otherwise)
     _prefect_defaults()
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from flows.errors import M1Error
+from flows.home import m1_home
 
 T = TypeVar("T")
 
@@ -35,8 +36,6 @@ class OneLineUserErrors(logging.Formatter):
 
 
 def log_file() -> Path:
-    from flows.store import m1_home
-
     return m1_home() / "logs" / "m1.log"
 
 

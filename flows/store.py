@@ -28,12 +28,9 @@ import polars as pl
 
 from flows.atomic import atomic_dir, atomic_write_text
 from flows.errors import InputError
+from flows.home import m1_home
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def m1_home() -> Path:
-    return Path(os.environ.get("M1_HOME", "./.m1")).resolve()
 
 
 @cache
