@@ -29,15 +29,25 @@ def m1_home(tmp_path, monkeypatch):
     return home
 
 
-@pytest.fixture(scope="session")
-def process_sandbox():
-    """The process sandbox, or a skip that says why this machine has none."""
+def _sandbox_or_skip(kind: str, missing: str):
     from sandboxes import SandboxUnavailable, get_sandbox
 
     try:
-        return get_sandbox("process")
+        return get_sandbox(kind)
     except SandboxUnavailable as exc:
-        pytest.skip(f"process sandbox unavailable: {exc}")
+        pytest.skip(f"{missing}: {exc}")
+
+
+@pytest.fixture(scope="session")
+def process_sandbox():
+    """The process sandbox, or a skip that says why this machine has none."""
+    return _sandbox_or_skip("process", "process sandbox unavailable")
+
+
+@pytest.fixture(scope="session")
+def docker_sandbox():
+    """The Docker sandbox, or a skip that says why this machine has none."""
+    return _sandbox_or_skip("docker", "Docker engine unavailable")
 
 
 @pytest.fixture(scope="session")

@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxes import SandboxUnavailable, get_sandbox
 from sandboxes.images import ensure_image, image_tag
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="module")
-def docker_sandbox():
-    try:
-        return get_sandbox("docker")
-    except SandboxUnavailable as exc:
-        pytest.skip(f"Docker engine unavailable: {exc}")
 
 
 def test_image_is_cached_by_content_tag(docker_sandbox):

@@ -146,13 +146,7 @@ def test_output_and_value_comparison():
 
 
 @pytest.mark.docker
-def test_docker_backend_gives_the_same_verdicts():
-    from sandboxes import SandboxUnavailable, get_sandbox
-
-    try:
-        get_sandbox("docker")
-    except SandboxUnavailable as exc:
-        pytest.skip(f"Docker engine unavailable: {exc}")
+def test_docker_backend_gives_the_same_verdicts(docker_sandbox):
     docker = CodeVerifier(backend="docker", time_limit_s=1, memory_mb=128, workers=3)
     rewards = docker.verify(
         [
