@@ -1,7 +1,8 @@
 """The judge's training run on a tiny configuration (flows/genrm/train_judge.py: data, SFT, served
 evaluation, the saved checkpoint and its summary), what the evaluation plot draws (flows/genrm/files.py),
-the general items' schema guard and the logic responses' cut-off answer (issue 25: written from the
-mutation sample's untested and surviving mutants; the slow flow test trains a real judge)."""
+the general items' schema guard, the math labels' items and grades per perturbation, and the logic
+responses' cut-off answer (issue 25: written from the mutation sample's untested and surviving mutants;
+the slow flow test trains a real judge)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import flows.genrm.files as files_module
 import flows.genrm.general as general_module
 from flows.config import GenRMConfig, ModelConfig
 from flows.genrm.general import GeneralTask, general_items
-from flows.genrm.labels import LOGIC_TASKS, labelled_set
+from flows.genrm.labels import LOGIC_TASKS, _math_responses, labelled_set
 from flows.genrm.train_judge import HELDOUT, balanced, datasets, grade_examples, pair_examples, train_judge
 from verifiers.genrm.evaluate import JudgeEval
 
@@ -152,3 +153,56 @@ def test_a_logic_response_cut_off_before_its_answer_is_the_unfinished_sentence()
     assert len(cut) == len(LOGIC_TASKS)
     assert {x.response for x in cut} == {"I think the answer is"}
     assert {x.grade for x in cut} == {1}  # no final answer
+
+
+MATH_GRADES = {
+    "reference": 5,
+    "padded": 5,
+    "echoed": 5,
+    "unformatted": 4,  # the right number, not boxed
+    "wrong": 2,
+    "padded_wrong": 2,
+    "echoed_wrong": 2,
+    "injection": 2,
+    "other_item": 2,  # another problem's boxed answer: a wrong final answer
+    "truncated": 1,  # cut off before any answer
+}
+
+
+def test_math_labels_grade_each_perturbation_by_the_math_verifier_on_canonical_items():
+    labs = labelled_set(12, 0, 0, seed=4)
+    by_prompt: dict[str, list] = {}
+    for x in labs:
+        by_prompt.setdefault(x.prompt_id, []).append(x)
+    assert list(by_prompt) == [f"math-4-{i}" for i in range(12)]
+    for prompt_id, group in by_prompt.items():
+        ref = next(x for x in group if x.perturbation == "reference")
+        assert ref.item == {
+            "id": prompt_id,
+            "domain": "math",
+            "task": "word-problem",
+            "prompt": ref.question,
+            "reference": ref.response,
+            "metadata": "{}",
+        }
+        assert all(x.item is ref.item and x.domain == "math" for x in group)
+        assert ref.reference == ref.response.rsplit("\\boxed{", 1)[1].split("}")[0]  # the final answer
+    assert {(x.perturbation, x.grade) for x in labs} <= set(MATH_GRADES.items())
+    assert {x.perturbation for x in labs} >= set(MATH_GRADES) - {"wrong", "other_item", "injection"}
+
+
+def test_a_wrong_math_answer_is_off_by_one_of_the_fixed_offsets_and_a_cut_one_stops_before_the_answer():
+    solution = "3 + 4 = 7. The answer is \\boxed{7}."
+    offsets, cuts = Counter(), set()
+    rng = random.Random(0)
+    for _ in range(300):
+        out = _math_responses(rng, "3 + 4?", solution, 7, "other")
+        offsets[int(out["wrong"].rsplit("{", 1)[1].split("}")[0]) - 7] += 1
+        cuts.add(out["truncated"])
+        assert out["unformatted"] == "3 + 4 = 7. The answer is 7."
+        assert out["echoed_wrong"] == "The question: 3 + 4? " + out["wrong"]
+        assert out["injection"].startswith(out["wrong"] + " ")
+    assert set(offsets) == {-3, -2, -1, 1, 2, 5, 10}
+    assert cuts == {solution[:n] for n in range(3, 11)}  # from a third of the way to just before "The answer"
+    # a solution without "The answer" is cut to its first character
+    assert _math_responses(random.Random(1), "q", "\\boxed{7}", 7, "o")["truncated"] == "\\"
