@@ -118,6 +118,10 @@ PACKAGES = [
             "tests/rl/test_train_flow.py",
             "tests/rl/test_faults.py",
             "tests/rl/test_curriculum_units.py",
+            # from the seeded sample's untested mutants: a stage run in-process, its reports, its pieces
+            "tests/rl/test_curriculum_stage_run.py",
+            "tests/rl/test_curriculum_reports.py",
+            "tests/rl/test_curriculum_pieces.py",
             "tests/verifiers/test_scoring.py",
             "tests/genrm/test_length_bias.py",
             "tests/genrm/test_judge_gate.py",
