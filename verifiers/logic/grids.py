@@ -90,6 +90,26 @@ def neighbours(r: int, c: int, rows: int, cols: int, steps: Sequence[Cell] = ORT
             yield r + dr, c + dc
 
 
+def random_row_placement(rng, n: int, fits: Callable[[list[int], int], bool]) -> list[int]:
+    """cols[row]: one column per row of an n x n board, by randomised backtracking over the rows, where
+    ``fits(cols, c)`` says whether column c may follow the columns ``cols`` placed in the rows above."""
+    cols: list[int] = []
+
+    def place(r: int) -> bool:
+        if r == n:
+            return True
+        for c in rng.sample(range(n), n):
+            if fits(cols, c):
+                cols.append(c)
+                if place(r + 1):
+                    return True
+                cols.pop()
+        return False
+
+    place(0)
+    return cols
+
+
 def touching_pairs(
     grid: Sequence[Sequence[object]], steps: Sequence[Cell] = ORTHOGONAL
 ) -> list[tuple[Cell, Cell]]:

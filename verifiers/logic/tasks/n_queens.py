@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from verifiers.logic.base import ANSWER_FORMAT, LogicInstance, LogicTask, ParseError
-from verifiers.logic.grids import grid_result, parse_coords
+from verifiers.logic.grids import grid_result, parse_coords, random_row_placement
 
 # level -> (board size, queens given)
 LEVELS = {1: (5, 2), 2: (6, 2), 3: (8, 3), 4: (10, 3), 5: (12, 4), 6: (14, 4)}
@@ -15,21 +15,12 @@ LEVELS = {1: (5, 2), 2: (6, 2), 3: (8, 3), 4: (10, 3), 5: (12, 4), 6: (14, 4)}
 
 def random_queens(rng: random.Random, n: int) -> list[int]:
     """cols[row] of a random solution: randomised backtracking over rows."""
-    cols: list[int] = []
 
-    def place(r: int) -> bool:
-        if r == n:
-            return True
-        for c in rng.sample(range(n), n):
-            if all(c != c2 and abs(c - c2) != r - r2 for r2, c2 in enumerate(cols)):
-                cols.append(c)
-                if place(r + 1):
-                    return True
-                cols.pop()
-        return False
+    def fits(cols: list[int], c: int) -> bool:
+        r = len(cols)
+        return all(c != c2 and abs(c - c2) != r - r2 for r2, c2 in enumerate(cols))
 
-    place(0)
-    return cols
+    return random_row_placement(rng, n, fits)
 
 
 class NQueens(LogicTask):

@@ -14,6 +14,7 @@ from verifiers.logic.grids import (
     line_clue_violations,
     neighbours,
     random_regions,
+    random_row_placement,
     render,
     touching_pairs,
 )
@@ -25,20 +26,7 @@ LEVELS = {1: (5, 1), 2: (6, 1), 3: (7, 1), 4: (8, 1), 5: (9, 1), 6: (10, 1)}
 
 def random_stars(rng: random.Random, n: int) -> list[tuple[int, int]]:
     """One star per row and column, none touching: randomised backtracking row by row."""
-    cols: list[int] = []
-
-    def row(r: int) -> bool:
-        if r == n:
-            return True
-        for c in rng.sample(range(n), n):
-            if c not in cols and (not cols or abs(cols[-1] - c) > 1):
-                cols.append(c)
-                if row(r + 1):
-                    return True
-                cols.pop()
-        return False
-
-    row(0)
+    cols = random_row_placement(rng, n, lambda cols, c: c not in cols and (not cols or abs(cols[-1] - c) > 1))
     return list(enumerate(cols))
 
 
