@@ -67,35 +67,32 @@ def block(tag: str, text: str, limit: int, cuts: dict[str, int]) -> str:
     return f"<{tag}>\n{body}\n</{tag}>"
 
 
+# Which budget each block's text is clipped to: the pairwise judge's two responses each get a response's.
+_BUDGET_OF = {tag: tag for tag in ("question", "reference", "response")} | {
+    "response_a": "response",
+    "response_b": "response",
+}
+
+
+def message(budget: Budget | None, instructions: str, **texts: str) -> tuple[str, dict]:
+    """(the user message: each text as a clipped block named by its keyword, in order, then the
+    instructions; characters cut per block)."""
+    b, cuts = budget or Budget(), {}
+    blocks = [block(tag, text, getattr(b, _BUDGET_OF[tag]), cuts) for tag, text in texts.items()]
+    return "\n".join([*blocks, instructions]), cuts
+
+
 def grade_prompt(
     question: str, reference: str, response: str, budget: Budget | None = None
 ) -> tuple[str, dict]:
     """(the five-grade judge's user message, characters cut per block)."""
-    b, cuts = budget or Budget(), {}
-    text = "\n".join(
-        [
-            block("question", question, b.question, cuts),
-            block("response", response, b.response, cuts),
-            block("reference", reference, b.reference, cuts),
-            GRADE_INSTRUCTIONS,
-        ]
-    )
-    return text, cuts
+    return message(budget, GRADE_INSTRUCTIONS, question=question, response=response, reference=reference)
 
 
 def pair_prompt(question: str, first: str, second: str, budget: Budget | None = None) -> tuple[str, dict]:
     """(the pairwise judge's user message with ``first`` shown as A and ``second`` as B, cuts per block).
     Neither is marked as the reference: the judge is blind to it."""
-    b, cuts = budget or Budget(), {}
-    text = "\n".join(
-        [
-            block("question", question, b.question, cuts),
-            block("response_a", first, b.response, cuts),
-            block("response_b", second, b.response, cuts),
-            PAIR_INSTRUCTIONS,
-        ]
-    )
-    return text, cuts
+    return message(budget, PAIR_INSTRUCTIONS, question=question, response_a=first, response_b=second)
 
 
 def grade_answer(grade: int) -> str:
