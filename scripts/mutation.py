@@ -95,6 +95,7 @@ PACKAGES = [
             "tests/rl/test_length_growth.py",
             "tests/rl/test_mixture_edges.py",
             "tests/rl/test_length_bias_units.py",
+            "tests/rl/test_rl_sample_survivors.py",  # from the seeded sample's survivors
             "tests/genrm/test_length_bias.py",
             "tests/experiments/test_algorithms.py",
             *SLOW_FAST_TESTS,
