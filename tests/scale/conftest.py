@@ -7,7 +7,6 @@ import contextlib
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,35 +18,11 @@ import httpx
 import pytest
 
 from m1model.serving import free_port
-from tests.processes import wait_until
+from tests.processes import started, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 M1 = [sys.executable, "-c", "from flows.cli import main; main()"]
 API_KEY = "test-key-0123456789"
-
-
-@contextlib.contextmanager
-def started(args: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
-    """A background process in a session of its own, killed with everything it started on the way out."""
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            args,
-            cwd=ROOT,
-            env=os.environ | (env or {}),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        yield proc
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def healthy(url: str) -> Callable[[], bool]:
@@ -88,7 +63,7 @@ def reward_service(tmp_path_factory) -> Iterator[dict]:
     args = [*M1, "serve", "rewards", "--host", "0.0.0.0", "--port", str(port), "--workers", "2"]
     args += ["--item-timeout", "30", "--log-level", "warning", "--plugin-dir", str(tmp / "plugins")]
     url = f"http://127.0.0.1:{port}"
-    with started(args, tmp / "serve.log", env={"M1_API_KEY": API_KEY}) as proc:
+    with started(args, tmp / "serve.log", os.environ | {"M1_API_KEY": API_KEY}) as proc:
         wait_until(
             lambda: httpx.get(f"{url}/health", timeout=2).json()["status"] == "ok",
             "m1 serve rewards",

@@ -58,7 +58,7 @@ def test_curate_run_killed_mid_flow_resumes_from_cache(prefect_harness, tmp_path
     log = tmp_path / "run.log"
     args = [*M1, "curate", "run", "--config", str(tmp_path / "cfg.json")]
     env = {"PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_HOME": str(tmp_path / "prefect")}
-    with started(args, log, env) as proc:
+    with started(args, log, os.environ | env) as proc:
         deadline = time.monotonic() + 300
         while (cache.exists() and len(list(cache.iterdir())) >= after) is False:
             assert proc.poll() is None, f"seed {seed}: run ended early:\n{log.read_text()[-3000:]}"
@@ -142,9 +142,9 @@ def test_deploy_stops_within_seconds_when_the_server_went_away(tmp_path):
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {"PREFECT_HOME": str(tmp_path / "prefect"), "M1_HOME": str(tmp_path / "home")}
-    with started([*M1, "ui", "--port", str(port)], tmp_path / "ui.log", env) as server:
+    with started([*M1, "ui", "--port", str(port)], tmp_path / "ui.log", os.environ | env) as server:
         wait_until(healthy(f"{api}/health"), "m1 ui", server, tmp_path / "ui.log")
-        client_env = env | {"PREFECT_API_URL": api}
+        client_env = os.environ | env | {"PREFECT_API_URL": api}
         logs = [tmp_path / "deploy-term.log", tmp_path / "deploy-int.log"]
         with (
             started([*M1, "deploy"], logs[0], client_env) as term,

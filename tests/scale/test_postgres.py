@@ -5,6 +5,7 @@ and seen in PostgreSQL's own tables."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -38,7 +39,7 @@ def test_curate_and_train_stage_through_a_prefect_server_on_postgres(postgres, t
     port = free_port()
     log = tmp_path / "ui.log"
     env = {"PREFECT_HOME": str(tmp_path / "prefect"), "M1_HOME": str(tmp_path / "home")}
-    with started([*M1, "ui", "--port", str(port), "--database", postgres], log, env) as server:
+    with started([*M1, "ui", "--port", str(port), "--database", postgres], log, os.environ | env) as server:
         api = f"http://127.0.0.1:{port}/api"
         wait_until(healthy(f"{api}/health"), "m1 ui --database", server, log, timeout=300)
         assert "Prefect database: postgresql+asyncpg://prefect:***@127.0.0.1" in log.read_text()

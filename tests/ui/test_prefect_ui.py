@@ -8,21 +8,17 @@ report artifact, then one curriculum stage rerun on demand with its own report.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
 from m1model.serving import free_port
-from tests.processes import wait_until
+from tests.processes import started, stop, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -72,36 +68,6 @@ def node() -> str:
     return shutil.which("node")
 
 
-@contextlib.contextmanager
-def _process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
-    """A background process that is stopped with everything it started (flow runs, browser), even on failure."""
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        yield proc
-    finally:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    # The serve process runs each flow run in a session of its own: collect the whole tree first.
-    tree: list[psutil.Process] = []
-    with contextlib.suppress(psutil.NoSuchProcess):
-        tree = psutil.Process(proc.pid).children(recursive=True)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    for child in tree:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            child.kill()
-
-
 def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_home):
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
@@ -114,7 +80,7 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
     shots = tmp_path / "screenshots"
     shots.mkdir()
 
-    with _process([*M1, "ui", "--port", str(port)], server_env, tmp_path / "server.log") as server:
+    with started([*M1, "ui", "--port", str(port)], tmp_path / "server.log", server_env) as server:
         wait_until(
             lambda: httpx.get(f"{api}/health", timeout=5).json() is True,
             "m1 ui",
@@ -127,7 +93,7 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
             "PREFECT_RUNNER_POLL_FREQUENCY": "2",
         }  # runs start in ~2 s
         deploy = [*M1, "deploy", "--cron", "0 2 * * *", *(a for s in TINY for a in ("--set", s))]
-        with _process(deploy, client_env, tmp_path / "deploy.log") as serving:
+        with started(deploy, tmp_path / "deploy.log", client_env) as serving:
 
             def registered() -> bool:
                 found = httpx.post(f"{api}/deployments/filter", json={}, timeout=5).json()
@@ -146,10 +112,10 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
             try:
                 out, _ = check.communicate(timeout=600)
             except subprocess.TimeoutExpired:
-                _stop(check)
+                stop(check)
                 out = check.communicate()[0] + "\n(ui_check.mjs stopped after 600 s)"
             finally:
-                _stop(check)  # a browser left behind by a crashed script
+                stop(check)  # a browser left behind by a crashed script
 
     print(out)  # the checks that ran, with their screenshots (pytest -s or -rP shows them)
     logs = (
