@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from tests.fakes.openai import openai_server  # noqa: F401 - the one fake OpenAI-compatible server, for every test
+from tests.fakes.openai import openai_loopback, openai_server  # noqa: F401 - the one fake OpenAI-compatible server
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

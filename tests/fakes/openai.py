@@ -144,6 +144,14 @@ def serve(
         httpd.server_close()
 
 
+@pytest.fixture(scope="module")
+def openai_loopback() -> Iterator[tuple[str, Loopback]]:
+    """One server for a whole test module: (its root URL, its state); the module's own fixture sets
+    ``reply`` or resets the state for each test."""
+    with serve() as running:
+        yield running
+
+
 @pytest.fixture
 def openai_server():
     """Start servers for the test: ``start(chat, completions=None) -> (base URL ending in /v1, the bodies

@@ -6,11 +6,10 @@ combining the two orders, the Comparison records of `compare`, and mixing in the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
-from tests.fakes.openai import Loopback, serve
 from tests.genrm.scripted import blocks
 from verifiers.base import Reward
 from verifiers.endpoint import Endpoint
@@ -60,16 +59,10 @@ class Judge:
         return [body["messages"][-1]["content"] for _, body in self.requests]
 
 
-@pytest.fixture(scope="module")
-def _running() -> Iterator[tuple[str, Loopback]]:
-    with serve() as running:
-        yield running
-
-
 @pytest.fixture
-def judge(_running) -> tuple[str, Judge]:
+def judge(openai_loopback) -> tuple[str, Judge]:
     """(base URL ending in /v1, a fresh scripted judge answering there)."""
-    root, owner = _running
+    root, owner = openai_loopback
     judge = Judge()
     owner.reply = lambda seen: judge.answer(seen.path, seen.body)
     return f"{root}/v1", judge

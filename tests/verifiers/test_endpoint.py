@@ -15,20 +15,14 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.openai import DROP, Loopback, Seen, chat_reply, serve
+from tests.fakes.openai import DROP, Loopback, Seen, chat_reply
 from verifiers.endpoint import Endpoint, EndpointError, EndpointUnavailable
 
 
-@pytest.fixture(scope="module")
-def _running() -> Iterator[tuple[str, Loopback]]:
-    with serve() as running:
-        yield running
-
-
 @pytest.fixture
-def server(_running) -> Iterator[tuple[str, Loopback]]:
+def server(openai_loopback) -> Iterator[tuple[str, Loopback]]:
     """(the server's root URL, its state), reset for each test."""
-    root, owner = _running
+    root, owner = openai_loopback
     owner.seen.clear()
     owner.done.clear()
     yield root, owner

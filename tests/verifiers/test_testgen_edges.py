@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from sandboxes import Limits
-from tests.fakes.openai import Loopback, serve
 from verifiers.endpoint import Endpoint, EndpointError, EndpointUnavailable
 from verifiers.testgen import (
     MAX_INPUT_BYTES,
@@ -48,16 +47,10 @@ class Model:
         return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": self.content}}]}
 
 
-@pytest.fixture(scope="module")
-def _running() -> Iterator[tuple[str, Loopback]]:
-    with serve() as running:
-        yield running
-
-
 @pytest.fixture
-def model(_running) -> Iterator[tuple[str, Model]]:
+def model(openai_loopback) -> Iterator[tuple[str, Model]]:
     """(base URL ending in /v1, a fresh model answering there)."""
-    root, owner = _running
+    root, owner = openai_loopback
     model = Model()
     owner.reply = lambda seen: model.answer(seen.body)
     yield f"{root}/v1", model
