@@ -108,7 +108,10 @@ HISTORY = [
 
 
 def test_the_weights_plot_shows_each_keys_weight_and_a_pass_rate_heat_map(tmp_path, figures):
-    report.plot_weights(HISTORY, tmp_path / "weights.png", "tiny / a")
+    import matplotlib
+
+    with matplotlib.rc_context({"image.cmap": "magma"}):  # a user's own style: the heat map stays viridis
+        report.plot_weights(HISTORY, tmp_path / "weights.png", "tiny / a")
     fig = figures[0]
     assert fig["suptitle"] == "tiny / a" and fig["size"] == (11.0, 1.6 + 0.35 * 4)
     left, right, bar = fig["axes"]
