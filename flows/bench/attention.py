@@ -18,13 +18,20 @@ the extra memory is what the call made resident beyond its inputs.
 
 from __future__ import annotations
 
+import math
+import multiprocessing
 import time
 from collections.abc import Callable
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import LoadMeter, print_start
+from flows.errors import InputError
+from flows.progress import bars
 
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 
@@ -49,6 +56,7 @@ def time_fwd_bwd(
 
 def attention_step(method: str, length: int, heads: int, head_dim: int) -> Callable[[], None]:
     """One forward + backward of `method` on fresh random inputs of the benchmark's shape."""
+    # heavy: torch; not at m1 start-up
     import torch
     import torch.nn.functional as F
 
@@ -75,8 +83,6 @@ def attention_step(method: str, length: int, heads: int, head_dim: int) -> Calla
 
 def growth(times: dict[int, float], length: int) -> float | None:
     """Time growth per doubling of length, from the previous measured length to this one."""
-    import math
-
     shorter = [n for n in times if n < length]
     if length not in times or not shorter:
         return None
@@ -88,8 +94,6 @@ def logprob_peak(
     method: str, tokens: int, vocab: int, hidden_dim: int, threads: int, clock: str = "wall"
 ) -> tuple[float, int]:
     """(seconds, peak extra resident bytes) of one forward + backward, run in a fresh process."""
-    import multiprocessing
-
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
         return pool.apply(_logprob_child, (method, tokens, vocab, hidden_dim, threads, clock))
@@ -106,6 +110,7 @@ def _rss_bytes(field: str) -> int:
 def _logprob_child(
     method: str, tokens: int, vocab: int, hidden_dim: int, threads: int, clock: str
 ) -> tuple[float, int]:
+    # heavy: torch; not at m1 start-up
     import torch
 
     import kernels
@@ -163,11 +168,8 @@ def bench_attention(
     logprob_hidden: Annotated[int, typer.Option(min=1, help="Hidden size of the LM head.")] = 128,
 ) -> None:
     """Lightning attention (naive, chunked) vs causal SDPA fwd+bwd over lengths; fused log-probs memory."""
+    # heavy: torch; not at m1 start-up
     import torch
-    from rich.console import Console
-    from rich.table import Table
-
-    from flows.errors import InputError
 
     try:
         sizes = sorted({int(x) for x in lengths.split(",") if x.strip()})
@@ -179,8 +181,6 @@ def bench_attention(
         raise InputError(f"--clock: expected one of {', '.join(CLOCKS)}, got {clock!r}")
     if threads:
         torch.set_num_threads(threads)
-    from flows.bench.load import LoadMeter, print_start
-    from flows.progress import bars
 
     console = Console()
     print_start(console)

@@ -19,6 +19,8 @@ import time
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
 from flows.bench.decode_flops import (
@@ -28,11 +30,14 @@ from flows.bench.decode_flops import (
     deepseek_r1_generation_flops,
     generation_flops,
 )
+from flows.bench.load import LoadMeter, print_start
 from flows.bench.model_shape import ShapeOption, ThreadsOption, parse_shape
+from flows.errors import InputError
 
 
 def _random_cache(model, context: int, reserve: int):
     """A cache as if `context` tokens had been prefilled: random states and keys/values of that size."""
+    # heavy: torch; not at m1 start-up
     import torch
 
     from m1model.cache import KVBuffer, M1Cache
@@ -53,6 +58,7 @@ def _random_cache(model, context: int, reserve: int):
 
 def seconds_per_token(model, context: int, tokens: int) -> float:
     """Median wall time of one decode step at the given context (after one warm-up step)."""
+    # heavy: torch; not at m1 start-up
     import torch
 
     cache = _random_cache(model, context, reserve=tokens + 1)
@@ -76,11 +82,9 @@ def bench_decode(
     threads: ThreadsOption = None,
 ) -> None:
     """Per-token decode time of the hybrid model vs all-softmax attention, plus analytic FLOPs at 64K/100K."""
+    # heavy: torch, transformers; not at m1 start-up
     import torch
-    from rich.console import Console
-    from rich.table import Table
 
-    from flows.errors import InputError
     from m1model.config import hybrid_layer_types
     from m1model.policy import build_model
 
@@ -99,8 +103,6 @@ def bench_decode(
             models[name] = build_model(**shape, layer_types=types).eval()
     except ValueError as exc:
         raise InputError(f"model shape: {exc}") from None
-
-    from flows.bench.load import LoadMeter, print_start
 
     console = Console()
     print_start(console)

@@ -20,6 +20,8 @@ feed-forwards (8 of 256 routed experts plus a shared one). Its attention is coun
 2 H (Dqk + Dv) per cached position (queries and keys of 128 + 64 RoPE dims, values of 128), i.e. with
 keys and values held per head; the latent projections are counted as the matrices they are. At context 0
 the formula gives 2 x 36.6B FLOPs, twice R1's published 37B active parameters.
+
+Not a benchmark of its own: the analytic half of `m1 bench decode`, printed beside its timings.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import LoadMeter, print_start
 
 SHINGLE = 5
 # datatrove's MinhashConfig defaults: n_grams=5, num_buckets=14, hashes_per_bucket=8 (112 hashes)
@@ -117,6 +118,7 @@ def _ours(
     verify: bool = True,
 ) -> None:
     """Runs in a fresh process: time the whole near-duplicate path, record peak memory and pairs."""
+    # heavy: scipy, polars, pydantic; not at m1 start-up
     import polars as pl
     import scipy.sparse.csgraph  # noqa: F401 - imported before timing, as datasketch imports scipy
 
@@ -148,6 +150,7 @@ def run_ours(
     params: tuple[int, int] | None = None,
     verify: bool = True,
 ) -> dict:
+    # heavy: polars; not at m1 start-up
     import polars as pl
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -174,6 +177,7 @@ def run_ours(
 def run_datasketch(texts: list[str], threshold: float, num_perm: int, bulk: bool) -> dict:
     """datasketch end to end: shingles, MinHash (per document or bulk), MinHashLSH insert + query,
     then connected components of the candidates (the same clustering as ours)."""
+    # heavy: datasketch, polars, pydantic; not at m1 start-up
     from datasketch import MinHash, MinHashLSH
 
     from flows.curate.minhash import cluster_representatives
@@ -215,6 +219,7 @@ def precision_recall(found: set, truth: set) -> tuple[float, float]:
 
 
 def embed_rate(texts: list[str]) -> float:
+    # heavy: polars, pydantic; not at m1 start-up
     import polars as pl
 
     from flows.curate.embed import embed, load_model
@@ -240,8 +245,6 @@ def bench_dedup(
 ) -> None:
     """MinHash LSH near-dup dedup: docs/s vs datasketch (per-document and bulk), precision/recall vs
     exact Jaccard, peak memory; and embeddings/s for embedding dedup."""
-    from flows.bench.load import LoadMeter, print_start
-
     console = Console()
     if not console.is_terminal:  # piped output (logs, CI): do not squeeze the table into 80 columns
         console = Console(width=max(console.width, 120))

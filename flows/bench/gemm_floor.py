@@ -5,6 +5,8 @@ head) of the step; only how the rest is done differs. So the time of those GEMMs
 implementation from below, and `reference_seconds / floor` is the largest speed-up over a reference that
 is possible on this machine. Shapes are recorded as the step dispatches them (one run under a dispatch
 mode), then each distinct shape is timed alone, best of a few runs, and weighted by its count.
+
+Not a benchmark of its own: the baseline `m1 bench train-step` measures in the same run.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class GemmFloor:
 
 def record_gemms(step: Callable[[], object]) -> Counter[tuple[int, int, int]]:
     """(M, K, N) -> count of the weight GEMMs one call of `step` dispatches (forward and backward)."""
+    # heavy: torch; not at m1 start-up
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -53,6 +56,7 @@ def record_gemms(step: Callable[[], object]) -> Counter[tuple[int, int, int]]:
 
 def gemm_floor(shapes: Counter[tuple[int, int, int]], tries: int = 3) -> GemmFloor:
     """Time each distinct shape alone (best of `tries`) and sum, weighted by how often the step runs it."""
+    # heavy: torch; not at m1 start-up
     import torch
 
     seconds = 0.0

@@ -13,22 +13,25 @@ and the server's mean engine batch (from /health).
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
 from pathlib import Path
 from typing import Annotated
 
+import httpx
 import numpy as np
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import LoadMeter, print_start
 
 
 async def _drive(url: str, bodies: list[dict], clients: int) -> tuple[float, list[float], int]:
     """(seconds, per-request latencies, failures) for the bodies sent by ``clients`` concurrent clients.
     The clients (one keep-alive connection each) are made and connected before the clock starts: building
     an httpx client loads certificates, tens of milliseconds that are the benchmark's, not the server's."""
-    import httpx
-
     queue = iter(bodies)
     latencies: list[float] = []
     failures = 0
@@ -54,6 +57,7 @@ async def _drive(url: str, bodies: list[dict], clients: int) -> tuple[float, lis
 def _judge_checkpoint(folder: Path) -> Path:
     """A fresh judge-sized model with a tokenizer trained on judge prompts (throughput does not depend on
     what the weights learned, only on their shapes and the tokens generated)."""
+    # heavy: torch, transformers, polars; not at m1 start-up
     from flows.config import GenRMConfig
     from flows.genrm.labels import labelled_set
     from flows.genrm.train_judge import grade_examples
@@ -77,14 +81,9 @@ def bench_genrm(
     max_tokens: Annotated[int, typer.Option(min=1, help="Tokens per judgment ('Grade: N' + EOS).")] = 8,
 ) -> None:
     """Judge throughput through `m1 serve model` at 1/8/32 clients vs sequential engine calls."""
-    import tempfile
-
-    import httpx
+    # heavy: torch, transformers, scipy; not at m1 start-up
     import torch
-    from rich.console import Console
-    from rich.table import Table
 
-    from flows.bench.load import LoadMeter, print_start
     from flows.genrm.labels import labelled_set
     from flows.genrm.serve import MODEL_NAME, served_judge
     from flows.genrm.train_judge import chat_ids, grade_examples

@@ -13,6 +13,8 @@ were free and the other while they were busy. Every bench therefore
 
 The tolerance is ``M1_BENCH_LOAD_TOLERANCE`` cores (default: a quarter of the CPUs, at least 0.5).
 Off Linux (no /proc) only the load average is known; sides are then compared by it.
+
+Not a benchmark of its own: what every `m1 bench` prints about the machine's load.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from m1model.allocator import tuned
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PROC = Path("/proc")
@@ -114,8 +118,6 @@ def print_start(console) -> None:
 
 def print_allocator(console, sides: str) -> None:
     """Say whether glibc keeps freed memory here (m1model.allocator), for benches whose sides share a process."""
-    from m1model.allocator import tuned
-
     console.print(
         f"glibc malloc keeps freed memory (m1model.allocator, as in every `m1` command): "
         f"{'yes' if tuned() else 'no'}, for {sides} (one process)",

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import print_start
 from flows.errors import InputError
 
 
@@ -28,7 +29,7 @@ def bench_logic(
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task names (default: all).")] = None,
 ) -> None:
     """Instances generated per second per task, at the easiest and the hardest level."""
-    from flows.bench.load import print_start
+    # heavy: networkx (verifiers.logic loads every task); not at m1 start-up
     from verifiers.logic import TASKS
 
     names = [t.strip() for t in tasks.split(",")] if tasks else sorted(TASKS)

@@ -2,6 +2,8 @@
 
 Defaults are a small MiniMax-like model; `--shape FIELD=INT` (repeatable, M1Config field names) overrides
 any of them, e.g. `--shape hidden_size=32 --shape num_hidden_layers=2` for a test-sized run.
+
+Not a benchmark of its own: the `--shape` option the model benchmarks share.
 """
 
 from __future__ import annotations

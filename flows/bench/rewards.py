@@ -17,11 +17,16 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import LoadMeter, print_start, tree_cpu_s
 from flows.bench.verify import bench_items
+from flows.errors import M1Error
 from flows.progress import bars
 from flows.servers import m1_server
+from verifiers.constraints import ConstraintVerifier
 
 MAX_BODY_MB = 0.25
 MAX_ITEMS = 64
@@ -104,6 +109,7 @@ def make_specs(n: int, malformed: float, rng: random.Random, pools: Pools) -> li
 async def _drive(base_url: str, specs: list[Spec], clients: int, progress) -> list[Outcome]:
     # aiohttp: the load generator shares the 2 cores with the service it measures, and spends about a
     # third of httpx's CPU per request (measured here), so less of the machine goes to the client.
+    # lazy: optional extra [bench] (aiohttp)
     import aiohttp
 
     outcomes: list[Outcome] = []
@@ -143,7 +149,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def direct_scorer():
     """The baseline: the same valid requests scored by calling the verifiers in this process."""
-    from verifiers.constraints import ConstraintVerifier
+    # heavy: math_verify; not at m1 start-up
     from verifiers.math import MathVerifier
 
     verifiers = {"math": MathVerifier(), "constraints": ConstraintVerifier()}
@@ -170,12 +176,6 @@ def bench_rewards(
     seed: int = 0,
 ) -> None:
     """Load-test `m1 serve rewards`: zero 5xx, zero lost items, latency and throughput."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from flows.bench.load import LoadMeter, print_start, tree_cpu_s
-    from flows.errors import M1Error
-
     rng = random.Random(seed)
     pools = Pools(math=bench_items(60, 8, seed), constraints=_constraint_items(rng, 200))
     specs = make_specs(requests, malformed, rng, pools)

@@ -33,8 +33,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import LoadMeter, print_allocator, print_start
+from flows.errors import InputError
 
 PHASES = ("generation", "old log-probs", "reward", "update")
 TRL_NAME, OURS = "TRL GRPOTrainer", "m1model RLTrainer"
@@ -56,6 +60,7 @@ def _timed(fn: Callable, clock: dict[str, float], phase: str, when: Callable[[],
 
 def make_checkpoint(folder: Path, n_problems: int) -> tuple[list[str], list[dict[str, Any]]]:
     """The pipeline's tiny model + tokenizer as an HF checkpoint; returns the prompts (its math items)."""
+    # heavy: torch, transformers, math_verify; not at m1 start-up
     from flows.curriculum.prompts import prompt_text
     from flows.experiments.data import generated_math
     from flows.experiments.runs import tiny_policy
@@ -71,6 +76,7 @@ def per_response_logprobs(model):
     """`group_logprobs` computed as without prompt sharing: every response row runs its own copy of its
     group's prompt (`token_logprobs` on the concatenated rows), as TRL does. The bench's row for what
     sharing the prompt saves."""
+    # heavy: torch; not at m1 start-up
     import torch
 
     def group_logprobs(
@@ -91,6 +97,7 @@ class Ours:
     share_prompts=False: each response runs its own copy of the prompt in the update (per_response_logprobs)."""
 
     def __init__(self, folder: Path, rows: list[dict], s: dict[str, Any], share_prompts: bool = True):
+        # heavy: torch, transformers, math_verify; not at m1 start-up
         from flows.config import TrainConfig
         from flows.curriculum.settings import rl_config
         from flows.experiments.runs import encode, reward_fn
@@ -140,6 +147,7 @@ class TRL:
     """TRL's GRPOTrainer(loss_type="cispo") on the same checkpoint; phases timed by wrapping its methods."""
 
     def __init__(self, folder: Path, prompts: list[str], rows: list[dict], s: dict[str, Any], out: Path):
+        # heavy: torch, transformers, datasets; not at m1 start-up; lazy: optional extra [bench] (trl)
         import torch
         from datasets import Dataset
         from transformers import MiniMaxForCausalLM, PreTrainedTokenizerFast, TrainerCallback
@@ -252,16 +260,13 @@ def bench_rl(
 ) -> None:
     """Seconds per generation batch, split into generation / old log-probs / reward / update:
     m1model's RLTrainer vs TRL's GRPOTrainer(loss_type="cispo"), same checkpoint, data and settings."""
+    # heavy: torch; not at m1 start-up
     import torch
-    from rich.console import Console
-    from rich.table import Table
-
-    from flows.bench.load import LoadMeter, print_allocator, print_start
-    from flows.errors import InputError
 
     if (prompts * group_size) % updates:
         raise InputError(f"--updates {updates} must divide P*G = {prompts * group_size} (equal minibatches)")
     try:
+        # lazy: optional extra [bench] (trl)
         import trl
     except ImportError:
         raise InputError("m1 bench rl needs TRL: pip install 'm1-pipeline[bench]'") from None

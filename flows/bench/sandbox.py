@@ -21,8 +21,15 @@ from dataclasses import dataclass
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import print_start
+from flows.errors import InputError
+from sandboxes import SandboxUnavailable, get_sandbox
+from sandboxes.process import SANDBOX_PATH
+from verifiers.code import CodeVerifier
 
 
 @dataclass(frozen=True)
@@ -41,9 +48,6 @@ def _row(backend: str, times: list[float]) -> Overhead:
 
 def measure_overhead(backends: list[str], runs: int, argv: list[str] | None = None) -> list[Overhead]:
     """Per-run wall time of `argv` bare on the host ("subprocess", first row) and in each backend."""
-    from sandboxes import SandboxUnavailable, get_sandbox
-    from sandboxes.process import SANDBOX_PATH
-
     argv = argv or ["python3", "-c", "pass"]
     # The same executable the sandboxes find (not a pyenv shim or venv earlier on our PATH).
     host_argv = [shutil.which(argv[0], path=SANDBOX_PATH) or argv[0], *argv[1:]]
@@ -127,8 +131,6 @@ FORM_ITEMS: dict[str, tuple[str, dict]] = {  # form -> (what a test is, the item
 def measure_item_times(backends: list[str], items: int) -> dict[str, dict[str, Overhead]]:
     """backend -> form -> seconds per item of CodeVerifier.verify([item]), the forms taking turns;
     a backend that cannot run here gets one row with the reason. Every timed item must score 1."""
-    from verifiers.code import CodeVerifier
-
     verifiers: dict[str, CodeVerifier] = {}
     out: dict[str, dict[str, Overhead]] = {}
     for backend in backends:
@@ -161,15 +163,10 @@ def bench_sandbox(
 ) -> None:
     """Per-run overhead of the process and docker sandboxes against a bare subprocess, and the code
     verifier's time per item in each test form (stdin/stdout, function, HumanEval, MBPP, pytest)."""
-    from rich.console import Console
-
-    from flows.errors import InputError
-
     names = [b.strip() for b in backends.split(",") if b.strip()]
     unknown = sorted(set(names) - {"process", "docker"})
     if unknown:
         raise InputError(f"--backends: unknown sandbox backend(s) {', '.join(unknown)}; use process, docker")
-    from flows.bench.load import print_start
 
     console = Console()
     print_start(console)
@@ -180,8 +177,6 @@ def bench_sandbox(
 
 def print_overhead(console, backends: list[str], runs: int) -> None:
     """Measure and print the per-run overhead table (also used by `m1 bench verify`)."""
-    from rich.table import Table
-
     with console.status(f"running `python3 -c pass` {runs}x bare and in {', '.join(backends)} ..."):
         rows = measure_overhead(backends, runs)
     base = rows[0].median_s
@@ -202,8 +197,6 @@ def print_overhead(console, backends: list[str], runs: int) -> None:
 
 def print_item_times(console, backends: list[str], items: int) -> None:
     """Measure and print the code verifier's time per item by test form, stdin/stdout as the baseline."""
-    from rich.table import Table
-
     with console.status(
         f"verifying one problem in {len(FORM_ITEMS)} test forms {items}x in {', '.join(backends)} ..."
     ):

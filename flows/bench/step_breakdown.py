@@ -4,6 +4,8 @@
 share is made of (the attention cores, softmax attention, elementwise work, copies and indexing), so
 the next optimisation starts from a measurement. The profiler adds a little to every operator, so the
 shares are of the profiled step, not seconds to subtract from the timed one.
+
+Not a benchmark of its own: the profile `m1 bench train-step` prints beside its timings.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ _KIND_OF = {op: kind for kind, ops in KINDS.items() for op in ops}
 
 def step_breakdown(step: Callable[[], object]) -> dict[str, float]:
     """kind -> self CPU seconds of one profiled call of `step`, plus "other" (every kind is present)."""
+    # heavy: torch; not at m1 start-up
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:

@@ -24,8 +24,19 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import describe_start, print_start
+from flows.errors import InputError
+from flows.swe.repos import make_repos, profile
+from sandboxes import SandboxUnavailable
+from sandboxes.container import DockerSandbox, cleanup_on_signals, engine
+from sandboxes.limits import RunResult
+from sandboxes.swe_images import SWEImages, default_cache, pythonpath
+from sandboxes.swe_run import START, TestRun, files_of
+from verifiers.swe import SWEScorer, SWETask, statuses
 
 
 def _venv(wheels: Path, root: Path) -> Path:
@@ -43,11 +54,6 @@ def venv_repair(py: Path, repo_dir: Path, task) -> bool:
     Resolved here means the suite ran and reported no failure. Matching test ids one by one (as the
     container run does) would be wrong on a host interpreter: some suites build parametrize ids from
     sets whose order follows hash(None), an address in Python 3.11, so the ids differ by build."""
-    from sandboxes.limits import RunResult
-    from sandboxes.swe_images import pythonpath
-    from sandboxes.swe_run import START, TestRun, files_of
-    from verifiers.swe import statuses
-
     with tempfile.TemporaryDirectory(prefix="m1-bench-venv-") as tmp:
         archive = subprocess.run(
             ["git", "-C", str(repo_dir), "archive", task.base_commit], capture_output=True, check=True
@@ -87,17 +93,8 @@ def bench_swe(
     runs: Annotated[int, typer.Option(min=1, help="Runs of `true` for the start overhead.")] = 10,
 ) -> None:
     """Container start overhead and SWE evaluation throughput (1 and 2 workers) vs a local virtualenv."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from flows.bench.load import describe_start, print_start
-    from flows.errors import InputError
-    from flows.swe.repos import make_repos, profile
+    # heavy: libcst; not at m1 start-up
     from flows.swe.synthesize import SynthesisParams, synthesize_repo
-    from sandboxes import SandboxUnavailable
-    from sandboxes.container import DockerSandbox, cleanup_on_signals, engine
-    from sandboxes.swe_images import SWEImages, default_cache
-    from verifiers.swe import SWEScorer, SWETask
 
     console = Console()
     print_start(console)

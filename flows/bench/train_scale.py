@@ -23,10 +23,16 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import LoadMeter, print_start
 from flows.bench.model_shape import ShapeOption, parse_shape
+from flows.errors import InputError
+from m1model.allocator import keep_freed_memory
 
 BENCH_SHAPE = ["hidden_size=128", "num_hidden_layers=4", "head_dim=32", "intermediate_size=256"]
 BENCH_SHAPE += ["num_attention_heads=4", "vocab_size=2048"]
@@ -35,8 +41,7 @@ BENCH_SHAPE += ["num_attention_heads=4", "vocab_size=2048"]
 def workload(settings: dict[str, Any], ctx, device: str | None = None) -> list[dict[str, float]]:
     """Warm-up + timed RL steps of a fresh model on random prompts; per timed step: its metrics and the
     tokens it trained on. Identical on every rank and in one process (same seeds)."""
-    import numpy as np
-
+    # heavy: torch, transformers, pydantic; not at m1 start-up
     from flows.config import TrainConfig
     from flows.curriculum.settings import rl_config
     from m1model import Engine
@@ -78,9 +83,9 @@ def workload(settings: dict[str, Any], ctx, device: str | None = None) -> list[d
 
 
 def _worker(settings_file: str, out: str) -> None:
+    # heavy: torch; not at m1 start-up
     import torch
 
-    from m1model.allocator import keep_freed_memory
     from m1model.rl import distributed
 
     keep_freed_memory()  # as the 1-process side, which runs in the `m1` process
@@ -121,13 +126,10 @@ def bench_train_scale(
     """Tokens/s of RL steps on 1 process vs --nproc processes (gloo on CPU, nccl on GPUs), with the
     rollout / update / communication split of a step. The model: hidden 128, 4 layers, vocab 2048 unless
     --shape says otherwise."""
+    # heavy: torch, pydantic; not at m1 start-up
     import torch
-    from rich.console import Console
-    from rich.table import Table
 
-    from flows.bench.load import LoadMeter, print_start
     from flows.config import TrainConfig
-    from flows.errors import InputError
     from m1model.rl import distributed
 
     gpus = torch.cuda.device_count()

@@ -32,12 +32,15 @@ from collections.abc import Callable
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
 from flows.bench.gemm_floor import gemm_floor, record_gemms
 from flows.bench.load import LoadMeter, print_allocator, print_start
 from flows.bench.model_shape import ShapeOption, ThreadsOption, parse_shape
 from flows.bench.step_breakdown import step_breakdown
+from flows.errors import InputError
 
 
 def interleaved_medians(
@@ -70,12 +73,10 @@ def bench_train_step(
     threads: ThreadsOption = None,
 ) -> None:
     """Forward + backward at --seq: m1model (chunked kernel, fused log-probs) vs transformers, same weights."""
+    # heavy: torch, transformers; not at m1 start-up
     import torch
-    from rich.console import Console
-    from rich.table import Table
     from transformers import MiniMaxForCausalLM
 
-    from flows.errors import InputError
     from m1model.policy import build_model
 
     if threads:

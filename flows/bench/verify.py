@@ -15,8 +15,14 @@ import time
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from flows.bench import app
+from flows.bench.load import LoadMeter, print_start, tree_cpu_s
+from flows.bench.sandbox import print_overhead
+from flows.errors import M1Error
+from verifiers.format import extract_answer
 
 # (weight, gold, [equivalent forms], [wrong forms]) templates; {a}, {b}, ... are filled per prompt.
 # Weights follow RL math sets such as MATH and DAPO-Math-17k, where most answers are integers.
@@ -130,7 +136,7 @@ def duplication(items: list[dict[str, Any]], batch: int) -> tuple[float, float]:
     """Share of items whose (reference, extracted answer) pair repeats an earlier item: over the whole
     workload (what a verdict cache across batches can save) and within each batch (what deduplicating a
     batch can save)."""
-    from verifiers.format import extract_answer
+    # heavy: math_verify; not at m1 start-up
     from verifiers.math import reference_answer
 
     def key(item: dict[str, Any]) -> tuple[str, str]:
@@ -145,6 +151,7 @@ def duplication(items: list[dict[str, Any]], batch: int) -> tuple[float, float]:
 def math_verify_cached(workers: int):
     """math-verify behind MathVerifier's own verdict cache, batch deduplication and worker pool, with its
     fast paths switched off: the row that separates what caching gives from what the fast paths give."""
+    # heavy: math_verify; not at m1 start-up
     from verifiers.math import MathVerifier
 
     class CachedMathVerify(MathVerifier):
@@ -170,12 +177,7 @@ def bench_verify(
     """Throughput of MathVerifier (fast paths + cache + pool) vs math-verify called directly per item
     (the headline baseline) and vs math-verify behind the same cache and pool, and the per-run overhead of
     the sandboxes the code verifier runs programs in."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from flows.bench.load import LoadMeter, print_start, tree_cpu_s
-    from flows.errors import M1Error
-    from verifiers.format import extract_answer
+    # heavy: math_verify; not at m1 start-up
     from verifiers.math import MathVerifier, math_verify_equal, reference_answer
 
     console = Console()
@@ -283,6 +285,4 @@ def bench_verify(
             + "; ".join(f"{n}: {len(d)} items, e.g. {d[:5]}" for n, d in bad.items())
         )
     if sandbox_runs:
-        from flows.bench.sandbox import print_overhead
-
         print_overhead(console, ["process", "docker"], sandbox_runs)

@@ -19,6 +19,7 @@ def list_datasets(
     json_: Annotated[bool, typer.Option("--json", help="One JSON object per dataset, for scripts.")] = False,
 ) -> None:
     """Every dataset in the store with its latest version, rows, quarantined rows and parents."""
+    # heavy: polars; not at m1 start-up
     from flows.store import DatasetStore
 
     store = DatasetStore()
@@ -67,6 +68,7 @@ def show(
     rows: Annotated[int, typer.Option(min=0, help="Rows to print.")] = 10,
 ) -> None:
     """A dataset version's manifest (steps with rows in/out, parents, parameters) and its first rows."""
+    # heavy: polars; not at m1 start-up
     import polars as pl
 
     from flows.store import DatasetStore

@@ -9,6 +9,9 @@ import typer
 from rich.console import Console
 from rich.markdown import Markdown
 
+from flows.errors import InputError
+from flows.progress import bars
+
 app = typer.Typer(no_args_is_help=True)
 
 
@@ -55,10 +58,9 @@ def algorithms(
     generation batch, from one shared 1500-step SFT warm start. The paper's claim is measured with
     `--arms cispo,dapo --updates 16 --prompts 64` (16 updates of 4 groups each).
     """
-    from flows.errors import InputError
+    # heavy: torch, transformers, math_verify; not at m1 start-up
     from flows.experiments import algorithms as lib
     from flows.experiments.arms import select
-    from flows.progress import bars
 
     console = Console()
     try:
@@ -66,6 +68,7 @@ def algorithms(
     except ValueError as exc:
         raise InputError(f"--arms: {exc}") from None
     if as_flow:
+        # heavy: prefect; not at m1 start-up
         from flows.experiments.flow import algorithms_flow
 
         path = algorithms_flow(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.atomic import atomic_write_text
 from flows.errors import InputError
+from flows.progress import bars, rich_progress
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
@@ -25,6 +28,7 @@ SetOpt = Annotated[
 
 
 def _config(config: Path | None, set_: list[str] | None):
+    # heavy: httpx, pydantic; not at m1 start-up
     from flows.config import load_config
 
     return load_config(config, set_ or [])
@@ -47,6 +51,7 @@ def print_eval(result, title: str) -> None:
 @app.command("general")
 def general(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Write the run's general-domain dataset ({run}-general): open-ended prompts with references."""
+    # heavy: prefect, scipy, polars; not at m1 start-up
     from flows.genrm.flow import write_general
 
     console.print(f"wrote {write_general(_config(config, set_))}")
@@ -60,10 +65,10 @@ def train_judge(
 ) -> None:
     """SFT a small m1model judge on labelled responses to math, logic and general items; evaluate it on
     held-out prompts; save it (HF format) for `m1 serve model`."""
+    # heavy: scipy, polars, httpx; not at m1 start-up
     from flows.genrm.train_judge import HELDOUT
     from flows.genrm.train_judge import train_judge as train
     from flows.model_settings import use_threads
-    from flows.progress import bars, rich_progress
     from verifiers.genrm.evaluate import JudgeEval
 
     cfg = _config(config, set_)
@@ -99,6 +104,7 @@ def eval_cmd(
     seed: int = 0,
 ) -> None:
     """Judge accuracy and Spearman vs labels, grade confusion, Best-of-N vs pass@N and random, for N 1-8."""
+    # heavy: scipy, polars, httpx; not at m1 start-up
     from flows.genrm.files import plot_eval, read_labels
     from verifiers.endpoint import EndpointError
     from verifiers.genrm.evaluate import evaluate_judge
@@ -131,10 +137,9 @@ def eval_cmd(
 
 def _table_artifact(result) -> None:
     """The table as a Prefect artifact too, when a Prefect API is configured (the CLI runs without one)."""
-    import os
-
     if not os.environ.get("PREFECT_API_URL"):
         return
+    # heavy: prefect; not at m1 start-up
     from prefect.artifacts import create_table_artifact
 
     create_table_artifact(result.table(), key="genrm-eval", description="judge evaluation (m1 genrm eval)")
@@ -151,9 +156,7 @@ def swiss(
     rounds: Annotated[int | None, typer.Option(min=1, help="Swiss rounds (default: ceil(log2 G)).")] = None,
 ) -> None:
     """Rank each prompt's candidate answers in Swiss rounds with the pairwise judge; keep the winner."""
-    import os
-
-    from flows.atomic import atomic_write_text
+    # heavy: scipy, polars, httpx; not at m1 start-up
     from flows.genrm.files import read_candidates
     from verifiers.genrm.swiss import judge_compare, run_swiss
 

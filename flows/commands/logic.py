@@ -10,7 +10,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.atomic import atomic_path
 from flows.errors import InputError
+from flows.logs import run_flow
+from flows.progress import bars
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -21,6 +24,7 @@ def instance_seed(seed: int, index: int) -> int:
 
 
 def _task(name: str):
+    # heavy: networkx, numpy (verifiers.logic loads every task); not at m1 start-up
     from verifiers.logic import get_task
 
     try:
@@ -35,6 +39,7 @@ def list_tasks(
 ) -> None:
     """Every logic task: name, difficulty range, description (and import errors of broken task modules);
     with reasoning-gym installed (extra `logic`), its datasets as `rg_<name>` too."""
+    # heavy: networkx, numpy (verifiers.logic loads every task); not at m1 start-up
     from verifiers.logic import LOAD_ERRORS, TASKS
     from verifiers.logic.reasoning_gym_adapter import available, not_offered, reasoning_gym_task
 
@@ -91,9 +96,6 @@ def generate(
     seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Batch seed: same seed, same bytes.")] = 0,
 ) -> None:
     """Generate N instances as canonical RL items (the same seed gives byte-identical output)."""
-    from flows.atomic import atomic_path
-    from flows.progress import bars
-
     logic_task = _task(task)
     if difficulty not in logic_task.levels:
         raise InputError(f"--difficulty {difficulty}: {task} has levels {_levels(logic_task.difficulties)}")
@@ -148,9 +150,9 @@ def calibrate(
     seed: Annotated[int, typer.Option(min=0)] = 0,
 ) -> None:
     """Estimate pass@k per task and difficulty for a policy and store each task's training band."""
+    # heavy: prefect, polars, httpx; not at m1 start-up
     from flows.config import EndpointConfig, PolicyConfig
     from flows.logic_calibration import CalibrationParams, logic_calibration
-    from flows.logs import run_flow
 
     if (endpoint is None) == (checkpoint is None):
         raise InputError("give exactly one of --endpoint or --checkpoint")

@@ -7,9 +7,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markdown import Markdown
 
+from flows.atomic import atomic_dir, atomic_write_text
 from flows.commands.pipeline import SetOpt
 from flows.errors import InputError
+from flows.experiments import precision as lib
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -41,7 +44,7 @@ def init(
     overrides: SetOpt = None,
 ) -> None:
     """A randomly initialised hybrid model and a byte-level BPE tokenizer trained on CORPUS, as an HF checkpoint."""
-    from flows.atomic import atomic_dir
+    # heavy: transformers, httpx, pydantic; not at m1 start-up
     from flows.config import load_config
     from flows.model_settings import fresh_model
     from m1model import train_tokenizer
@@ -98,11 +101,9 @@ def probe_precision(
     ] = None,
 ) -> None:
     """Training vs rollout path probabilities of the same tokens, bf16 vs FP32 LM head (paper Figure 3)."""
+    # heavy: torch, transformers; not at m1 start-up
     import torch
-    from rich.markdown import Markdown
 
-    from flows.atomic import atomic_write_text
-    from flows.experiments import precision as lib
     from m1model.precision import probe_precision as probe
 
     torch.set_num_threads(1)
@@ -140,6 +141,7 @@ def probe_precision(
 
 
 def _load_checkpoint(checkpoint: Path, prompts: Path | None):
+    # heavy: torch, transformers; not at m1 start-up
     from m1model.policy import CheckpointError, load_policy
 
     if prompts is None:

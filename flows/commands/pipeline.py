@@ -6,6 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.artifacts import artifact_key
+from flows.logs import run_flow
+from flows.progress import training_progress
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML/YAML/JSON pipeline config.")]
 SetOpt = Annotated[
@@ -23,15 +29,11 @@ def run(
 ) -> None:
     """Run the whole DAG as one Prefect flow of subflows: curate -> logic, code, SWE and general tasks
     -> SFT warm start -> pass-rate filter -> every curriculum stage -> evaluation -> report."""
-    from rich.console import Console
-    from rich.table import Table
-
+    # heavy: torch, transformers, prefect; not at m1 start-up
     from flows.config import load_config
     from flows.curate.ingest import describe_mapping
     from flows.curriculum.plan import active_curriculum
-    from flows.logs import run_flow
     from flows.pipeline import pipeline, preflight
-    from flows.progress import training_progress
 
     cfg = load_config(config, list(set_ or []) + ([f"runner.kind={runner}"] if runner else []))
     preflight(cfg)  # bad inputs fail here, before anything is written
@@ -66,9 +68,8 @@ def run(
 def ui_hint(flow_run_id, name: str) -> str:
     """Where a finished run is in the Prefect UI: on the server runs report to, if one is configured;
     else on the one `m1 ui` starts over the database the run's temporary server wrote."""
+    # heavy: prefect; not at m1 start-up
     from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
-
-    from flows.artifacts import artifact_key
 
     page = f"/runs/flow-run/{flow_run_id}"
     what = f"the run's subflows, and the report as artifact {artifact_key('run-report', name)}"
@@ -93,6 +94,7 @@ def ui(
 ) -> None:
     """Start the Prefect server and UI (SQLite under PREFECT_HOME by default; PostgreSQL with --database,
     for runs from many workers and machines)."""
+    # heavy: httpx, pydantic; not at m1 start-up
     from flows.deploy import start_server
 
     start_server(host, port, database)
@@ -107,6 +109,7 @@ def deploy(
 ) -> None:
     """Register the pipeline, curation, training-stage and calibration deployments and serve them, so runs
     can be scheduled and started (with a parameter form) from the Prefect UI."""
+    # heavy: httpx, pydantic; not at m1 start-up
     from flows.config import load_config
     from flows.deploy import serve_deployments
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from flows.errors import InputError
+from flows.serve_auth import check_exposure, protect
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -51,10 +52,10 @@ def rewards(
     insecure: InsecureOpt = False,
 ) -> None:
     """Serve every verifier plugin over HTTP: POST /score, GET /verifiers, /health, /metrics."""
+    # heavy: fastapi, uvicorn, pebble; not at m1 start-up
     import uvicorn
 
     from flows.config import load_config
-    from flows.serve_auth import check_exposure, protect
     from verifiers.service import ServiceSettings, create_app
 
     key = check_exposure(host, api_key, insecure, command="m1 serve rewards")
@@ -103,10 +104,10 @@ def model(
     insecure: InsecureOpt = False,
 ) -> None:
     """Serve an m1model checkpoint over the OpenAI API: /v1/completions, /v1/chat/completions, /v1/models."""
+    # heavy: torch, transformers, fastapi; not at m1 start-up
     import torch
     import uvicorn
 
-    from flows.serve_auth import check_exposure, protect
     from m1model.policy import CheckpointError, load_policy
     from m1model.serving import ServerSettings, create_app
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +18,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.commands.verify import read_rows
 from flows.errors import InputError
+from flows.progress import bars
+from flows.swe.repos import PROFILES, make_repos
+from sandboxes import SandboxUnavailable
+from sandboxes.container import cleanup_on_signals, engine, reap_orphans
+from sandboxes.swe_images import EnvSpec, SWEImageError, SWEImages
+from sandboxes.swe_run import SWE_LIMITS
+from verifiers.base import ItemError, Reward
+from verifiers.swe import KINDS, SWEScorer, SWETask, default_repos_dir
 
 app = typer.Typer(no_args_is_help=True)
 err = Console(stderr=True)
@@ -29,23 +40,16 @@ WorkersOpt = Annotated[int, typer.Option("--workers", "-w", min=1, help="Contain
 
 
 def _repos(path: Path | None) -> Path:
-    from verifiers.swe import default_repos_dir
-
     return path or default_repos_dir()
 
 
 def _progress():
-    from flows.progress import bars
-
     return bars(err, transient=True)
 
 
 @contextlib.contextmanager
 def _containers():
     """The engine (or a one-line error), orphans of killed runs reaped, interrupts cleaned up."""
-    from sandboxes import SandboxUnavailable
-    from sandboxes.container import cleanup_on_signals, engine, reap_orphans
-
     try:
         client = engine()
     except SandboxUnavailable as exc:
@@ -56,17 +60,12 @@ def _containers():
 
 
 def _scorer(repos: Path, client, workers: int, wall_s: float | None = None):
-    from dataclasses import replace
-
-    from sandboxes.swe_images import SWEImages
-    from sandboxes.swe_run import SWE_LIMITS
-    from verifiers.swe import SWEScorer
-
     limits = replace(SWE_LIMITS, wall_s=wall_s) if wall_s else SWE_LIMITS
     return SWEScorer(repos, limits, SWEImages(client=client, workers=workers))
 
 
 def _read_tasks(path: Path) -> list[dict]:
+    # heavy: polars; not at m1 start-up
     from flows.swe.items import read_tasks
 
     rows, bad = read_tasks(path)
@@ -83,8 +82,6 @@ def repos(
     repo: Annotated[list[str] | None, typer.Option("--repo", help="Only this profile (repeatable).")] = None,
 ) -> None:
     """Make git repositories from the pinned sdists of real libraries (each with its test suite)."""
-    from flows.swe.repos import PROFILES, make_repos
-
     with err.status("downloading sdists and making repositories ..."):
         try:
             rows = make_repos(repo, output)
@@ -109,10 +106,6 @@ def images(
     workers: WorkersOpt = 2,
 ) -> None:
     """Build the missing SWE images (base, environments, instances) and list them with sizes and build times."""
-    from flows.swe.repos import PROFILES
-    from sandboxes.swe_images import EnvSpec, SWEImageError
-    from verifiers.swe import SWETask
-
     rows = _read_tasks(tasks) if tasks else []
     with _containers() as client, _progress() as progress:
         scorer = _scorer(_repos(repos), client, workers)
@@ -166,9 +159,9 @@ def synthesize(
     model: Annotated[str, typer.Option(help="Model name sent to --endpoint.")] = "default",
 ) -> None:
     """Inject bugs by AST mutation into each repository and keep those its test suite catches."""
+    # heavy: libcst, polars, httpx; not at m1 start-up
     from flows.config import EndpointConfig
     from flows.swe.items import write_jsonl
-    from flows.swe.repos import PROFILES
     from flows.swe.synthesize import SynthesisParams, split, synthesize_repo
 
     names = [p for p in PROFILES if (repos / p / ".git").exists()]
@@ -233,6 +226,7 @@ def validate(
     workers: WorkersOpt = 2,
 ) -> None:
     """Keep tasks whose FAIL_TO_PASS fail before the gold patch and whose tests all pass after it."""
+    # heavy: prefect, libcst, polars; not at m1 start-up
     from flows.swe.items import write_jsonl
     from flows.swe.validate import validate_tasks
 
@@ -263,9 +257,9 @@ def validate(
 
 
 def _write_dataset(run: str, kept: list[dict], results, repos: Path) -> None:
+    # heavy: polars; not at m1 start-up
     from flows.store import DatasetStore, StepCount
     from flows.swe.items import write_dataset
-    from verifiers.swe import KINDS
 
     manifest = write_dataset(
         DatasetStore(), run, kept, [(v.instance_id, v.row, v.reason) for v in results if not v.kept],
@@ -288,11 +282,8 @@ def evaluate(
     workers: WorkersOpt = 2,
 ) -> None:
     """Score predicted patches (SWE-bench's predictions format) by running each task's tests."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    # heavy: polars; not at m1 start-up
     from flows.swe.items import write_jsonl
-    from verifiers.base import ItemError, Reward
-    from verifiers.swe import SWETask
 
     known = {row["instance_id"]: row for row in _read_tasks(tasks)}
     preds = _read_predictions(predictions)
@@ -340,8 +331,6 @@ def evaluate(
 
 def _read_predictions(path: Path) -> list[dict]:
     """Prediction rows; a line that is not a JSON object becomes a row scored 0 with the reason."""
-    from flows.commands.verify import read_rows
-
     if not path.is_file():
         raise InputError(f"{path}: predictions file not found")
     return [

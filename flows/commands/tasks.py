@@ -39,6 +39,7 @@ def show(out: dict[str, Any], what: str) -> None:
 def logic(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Write {run}-synlogic: logic puzzles at the calibrated (or default) difficulty bands, deduplicated
     against the run's other datasets, each gold answer checked by the logic verifier."""
+    # heavy: prefect, math_verify, polars; not at m1 start-up
     from flows.config import load_config
     from flows.tasks.logic import logic_tasks, preflight
 
@@ -51,6 +52,7 @@ def logic(config: ConfigOpt = None, set_: SetOpt = None) -> None:
 def code(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Write {run}-code: generated programming problems whose test suites come from running the
     reference solutions in the sandbox (stdin/stdout and function-call styles)."""
+    # heavy: prefect, math_verify, polars; not at m1 start-up
     from flows.config import load_config
     from flows.tasks.code import code_tasks, preflight
 

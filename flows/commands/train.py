@@ -3,6 +3,7 @@ curriculum, or list the stages."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.commands.pipeline import ConfigOpt, SetOpt
+from flows.logs import run_flow
 from flows.progress import training_progress
 
 app = typer.Typer(no_args_is_help=True)
@@ -36,6 +38,7 @@ NprocOpt = Annotated[
 
 
 def _config(config: Path | None, set_: list[str] | None, curriculum: str | None, nproc: int | None = None):
+    # heavy: httpx, pydantic; not at m1 start-up
     from flows.config import load_config
 
     overrides = list(set_ or []) + ([f"train.curriculum={curriculum}"] if curriculum else [])
@@ -84,12 +87,13 @@ def stage(
 ) -> None:
     """Run one stage alone as a flow run: it resumes from its own newest checkpoint, or starts from the
     previous stage's final model."""
+    # heavy: torch, transformers, math_verify; not at m1 start-up
     from flows.curriculum.plan import active_curriculum
 
     cfg = _config(config, set_, curriculum, nproc)
     cur, _ = active_curriculum(cfg)
     steps = cur.stages[cur.index(name)].steps  # an unknown stage fails here, before any work
-    from flows.logs import run_flow
+    # heavy: torch, transformers, prefect; not at m1 start-up
     from flows.train import train_stage  # torch, prefect: only once there is work to do
 
     with training_progress({"sft": cfg.train.sft_steps, name: steps}):
@@ -106,8 +110,8 @@ def curriculum_cmd(
     nproc: NprocOpt = None,
 ) -> None:
     """Run every stage in order (each a subflow), each from the previous stage's final model."""
+    # heavy: torch, transformers, prefect; not at m1 start-up
     from flows.curriculum.plan import active_curriculum
-    from flows.logs import run_flow
     from flows.train import train_curriculum
 
     cfg = _config(config, set_, curriculum, nproc)
@@ -126,8 +130,7 @@ def list_stages(
 ) -> None:
     """Show the curriculum's stages: mixture, generation window, budget, overrides, where each starts,
     and whether its final model is done, stale (built from other settings or data) or pending."""
-    import json
-
+    # heavy: torch, transformers, math_verify; not at m1 start-up
     from flows.curriculum.plan import stage_table
 
     cfg = _config(config, set_, curriculum)
@@ -136,6 +139,7 @@ def list_stages(
         keys = ("stage", "mixture", "window", "steps", "start", "done", "state")
         print(json.dumps([{k: r[k] for k in keys} for r in rows], indent=2))
         return
+    # heavy: torch, transformers, math_verify; not at m1 start-up
     from flows.curriculum.plan import active_curriculum
 
     cur, notes = active_curriculum(cfg)

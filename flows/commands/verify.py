@@ -10,6 +10,7 @@ rows stay as they came. When every row failed for the same reason, the last line
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -21,9 +22,13 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from flows.atomic import atomic_path
 from flows.commands.curate import parse_map
 from flows.errors import InputError
 from flows.jsonl import read_jsonl
+from flows.progress import bars
+from sandboxes import SandboxUnavailable, get_sandbox
+from verifiers.base import Reward, default_registry, verify_safely
 
 PluginDirOpt = Annotated[
     list[Path] | None, typer.Option("--plugin-dir", help="Directory of plugin *.py files (repeatable).")
@@ -34,8 +39,8 @@ ConfigOpt = Annotated[
 
 
 def registry(plugin_dirs: list[Path] | None, config: Path | None):
+    # heavy: httpx, pydantic; not at m1 start-up
     from flows.config import load_config
-    from verifiers.base import default_registry
 
     dirs = [Path(d) for d in (load_config(config).plugin_dirs if config else [])] + list(plugin_dirs or [])
     for d in dirs:
@@ -74,6 +79,7 @@ def _testgen_row(
     lineno: int, row: dict[str, Any], problem: str | None, options: dict[str, Any]
 ) -> dict[str, Any]:
     """One problem row with `tests` and a `testgen` report added; failures are reported in the row."""
+    # heavy: httpx, pydantic; not at m1 start-up
     from verifiers.testgen import EndpointError, generate_suite, solutions_of
 
     if problem is not None:
@@ -135,10 +141,6 @@ def score_file(
 ) -> dict[str, Any]:
     """Score `source` into `target` (atomically) in batches; returns summary counts, the errors by
     reason (without their line numbers) and the columns the rows have."""
-    from flows.atomic import atomic_path
-    from flows.progress import bars
-    from verifiers.base import Reward, verify_safely
-
     mapping = mapping or {}
     stats: dict[str, Any] = {
         "rows": 0,
@@ -220,12 +222,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Generate test suites for problems without tests: model-proposed inputs, kept where the
         reference solutions (run in the sandbox) agree on the output."""
-        import os
-
-        from flows.atomic import atomic_path
-        from flows.progress import bars
-        from sandboxes import SandboxUnavailable, get_sandbox
-
         if not input.is_file():
             raise InputError(f"{input}: input file not found")
         try:
