@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 from prefect import flow, get_run_logger
 from prefect import task as prefect_task
 from prefect.artifacts import (
@@ -138,9 +139,11 @@ def markdown_report(rows: list[dict[str, Any]], bands: dict[str, Band], k: int, 
 
 def heatmap_png(rows: list[dict[str, Any]], path: Path) -> Path:
     """Task x difficulty -> pass rate, written atomically as PNG."""
+    # heavy: matplotlib
     import matplotlib
 
     matplotlib.use("Agg")
+    # heavy: matplotlib, numpy
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -167,6 +170,7 @@ def calibrate(
     sampler: Sampler, params: CalibrationParams, progress: Callable[[int, int], None] | None = None
 ):
     """Generate, sample, verify: returns (rows, bands). Pure apart from calling the sampler."""
+    # heavy: networkx, numpy (verifiers.logic loads every task)
     from verifiers.logic import TASKS, get_task
 
     names = params.tasks or sorted(TASKS)
@@ -197,8 +201,6 @@ def save(
     home: Path | None = None,
 ) -> dict[str, Any]:
     """Write the bands JSON, the per-cell table (dataset store) and the heat map; return their paths."""
-    import polars as pl
-
     root = (home or m1_home()) / "logic"
     bands_path = root / "bands.json"
     record = {

@@ -16,6 +16,8 @@ import importlib
 
 from flows.datasets import KIND_SECTIONS, PRODUCERS, produced
 from flows.errors import InputError
+from sandboxes import prerequisites as machine
+from sandboxes.prerequisites import get, install_command
 
 
 class PrerequisitesMissing(InputError):
@@ -24,8 +26,6 @@ class PrerequisitesMissing(InputError):
 
 def declared(kind: str) -> tuple[str, ...]:
     """The prerequisites a producer's module declares (a module without the declaration is a bug)."""
-    from sandboxes.prerequisites import get
-
     module = importlib.import_module(PRODUCERS[kind].split(":")[0])
     names = getattr(module, "PREREQUISITES", None)
     if not isinstance(names, tuple):
@@ -45,13 +45,11 @@ def needed(config) -> dict[str, tuple[str, ...]]:
 
 def check(needs: dict[str, tuple[str, ...]]) -> None:
     """Raise PrerequisitesMissing naming everything missing for these producers (kind -> names)."""
-    from sandboxes.prerequisites import get, install_command, missing
-
     users: dict[str, list[str]] = {}
     for kind, names in needs.items():
         for name in names:
             users.setdefault(name, []).append(kind)
-    absent = missing(users)
+    absent = machine.missing(users)
     if not absent:
         return
     parts = [

@@ -7,6 +7,8 @@ is rejected before math-verify, which would read it as a product of symbols.
 
 Only math items are checked (rows of domain math, or every row of a frame without a ``domain``
 column); items of other domains pass with no `answer`: their references are programs or patches.
+
+Not a flow: a curation step, kept beside the flow that runs it (flows/curate/flow.py).
 """
 
 from __future__ import annotations
@@ -112,6 +114,7 @@ def parses(answer: str) -> bool:
     """
     if _PLAIN_NUMBER.fullmatch(answer.strip()):
         return True
+    # heavy: math_verify
     from math_verify import parse
     from math_verify.errors import TimeoutException
 

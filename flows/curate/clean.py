@@ -9,6 +9,8 @@ text, by rule; with a model endpoint, the model rewrites the stem as an open-end
 These are rules for math items. Items of another domain (a ``domain`` column other than math: code,
 SWE, logic, general) are checked by their own verifiers' data (tests, patches): here they only lose
 an empty or garbled prompt, and their references (programs, diffs) are not read as math.
+
+Not a flow: a curation step, kept beside the flow that runs it (flows/curate/flow.py).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ any n consecutive normalised words (default n = 13) with a benchmark item. A ben
 than n words counts as one n-gram of its own length, so short test items are caught when an item
 contains them whole. Every removed row names the benchmark, the benchmark item, the method and a score
 (n-gram: the share of the benchmark item's n-grams found in the row; embedding: the cosine).
+
+Not a flow: a curation step, kept beside the flow that runs it (flows/curate/flow.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from flows.curate import embed as embedder
+from flows.curate.ingest import read_table
 from flows.curate.result import split_by_reason
 from flows.curate.text import ngram_hashes, token_hashes
 from flows.schema import require_columns
@@ -34,8 +38,6 @@ def _benchmark_frame(
 ) -> pl.DataFrame:
     """All benchmark items in one frame: benchmark, benchmark_id, text."""
     if not isinstance(benchmarks, dict):
-        from flows.curate.ingest import read_table
-
         benchmarks = {Path(p).stem: read_table(p, strict=True) for p in benchmarks}
     frames = []
     for name, df in benchmarks.items():
@@ -125,9 +127,7 @@ def decontaminate(
         rows, brows, scores = ngram_matches(texts, bench["text"], ngram)
         method[rows], bench_row[rows], score[rows] = f"{ngram}-gram", brows, scores
         if embedding_threshold is not None:
-            from flows.curate.embed import embed, nearest
-
-            nb, sims = nearest(embed(texts), embed(bench["text"]))
+            nb, sims = embedder.nearest(embedder.embed(texts), embedder.embed(bench["text"]))
             close = (sims >= embedding_threshold) & (bench_row < 0)
             method[close], bench_row[close], score[close] = "embedding", nb[close], sims[close]
     hit = bench_row >= 0

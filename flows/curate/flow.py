@@ -46,10 +46,11 @@ from flows.curate.steps import (
     SeparateSFT,
 )
 from flows.curate.text import normalized
+from flows.data.synthetic_math import generate_for, load_benchmark
 from flows.datasets import CURATED, dataset_name
 from flows.errors import ConfigError, InputError
 from flows.runner import CACHED, ROW, Tasks, fingerprint, on_runner
-from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON
+from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON, validate_items
 from flows.store import DatasetStore
 from verifiers.scoring import DEFAULT_VERIFIERS
 
@@ -61,9 +62,6 @@ def ingest_task(spec: SourceConfig, content: str) -> Ingested:
 
 @task(name="generate", **CACHED)
 def generate_task(cfg: DataConfig) -> Ingested:
-    from flows.data.synthetic_math import generate_for
-    from flows.schema import validate_items
-
     valid, bad = validate_items(generate_for(cfg))
     return Ingested(valid, bad, 0, valid.height + bad.height)
 
@@ -222,8 +220,6 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
 
 def benchmarks(cfg: DataConfig) -> dict[str, pl.DataFrame]:
     """The bundled tiny benchmark (its leaks are planted in the generated data) plus the configured ones."""
-    from flows.data.synthetic_math import load_benchmark
-
     return {"tiny_benchmark": load_benchmark()} | {
         b.label: read_benchmark(b.path, b.mapping, label=b.label, preset=b.preset) for b in cfg.benchmarks
     }
@@ -319,6 +315,7 @@ def pass_rate_flow(config: PipelineConfig, datasets: list[str], default_policy: 
 
 @flow(name="m1-pass-rate-steps", flow_run_name="{config.name}-pass-rate-steps", log_prints=True)
 def pass_rate_steps(config: PipelineConfig, datasets: list[str], default_policy: str | None) -> dict:
+    # heavy: torch, transformers
     from m1model.policy import checkpoint_id  # torch: only where a checkpoint samples
 
     c = config.curate.pass_rate

@@ -9,6 +9,8 @@ filtering aside: how much it keeps depends on the policy) fails the run with one
 step, the most common reason and, where that reason is about a column, the column to map.
 
 The share is per source, not per run: a second file read wrongly is as wrong beside a large good one.
+
+Not a flow: a check the curation flow and `m1 curate ingest` run, kept beside the flow.
 """
 
 from __future__ import annotations

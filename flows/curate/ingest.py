@@ -9,6 +9,8 @@ named, or detected when the file's columns are exactly one of its schemas), or b
 the mapping for the rest). An explicit mapping wins over both for the columns it names.
 
 The files themselves, as stored, are read by flows/curate/readers.py; this module maps their rows.
+
+Not a flow: the curation flow's first step and `m1 curate ingest`, kept beside the flow.
 """
 
 from __future__ import annotations

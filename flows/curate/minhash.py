@@ -20,6 +20,8 @@ on flat arrays of all documents at once:
 
 `fast` hashes are stable within one polars version (polars documents its hash as such). They are
 never persisted: signatures are recomputed from text on every run.
+
+Not a flow: the MinHash dedup step's engine, kept beside the curation flow that runs it.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def hash_shingles(texts: pl.Series, shingle_size: int = 5, mode: Mode = "fast") 
 
 
 def _compat_shingles(texts: pl.Series, shingle_size: int) -> Shingles:
+    # heavy: datasketch
     from datasketch.hashfunc import sha1_hash32
 
     per_doc = [shingle_strings(w, shingle_size) for w in word_lists(texts)]
@@ -298,6 +301,7 @@ def near_duplicates(
 
 def cluster_representatives(n: int, pairs: np.ndarray) -> np.ndarray:
     """For each document, the first document (lowest index) of its connected component of pairs."""
+    # heavy: scipy
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 

@@ -3,6 +3,8 @@ and keep items that are neither always solved nor never solved: low < pass rate 
 
 The policy is any `flows.policy.Sampler`: an OpenAI-compatible endpoint (vLLM, `m1 serve model`; chat or
 completions API with n = k), or the bundled m1model engine in process from a checkpoint folder.
+
+Not a flow: a curation step, kept beside the flow that runs it (flows/curate/flow.py).
 """
 
 from __future__ import annotations

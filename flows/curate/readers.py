@@ -1,6 +1,9 @@
 """JSONL, Parquet and Hugging Face `datasets` folders read as they are stored: the rows, and the broken
 lines of a JSONL file with their reasons. A file that cannot be read at all is an InputError (one line,
-naming the file). Mapping the rows into canonical items is flows/curate/ingest.py's."""
+naming the file). Mapping the rows into canonical items is flows/curate/ingest.py's.
+
+Not a flow: the file reading of curation's ingest step, kept beside it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""What every curation step returns: the rows it kept, the rows it removed and why, plus its evidence."""
+"""What every curation step returns: the rows it kept, the rows it removed and why, plus its evidence.
+
+Not a flow: what every data step of the flows returns (curation, task data, SWE validation).
+"""
 
 from __future__ import annotations
 

@@ -21,6 +21,8 @@ A new step is a few lines::
             return split_by_reason(rows, rows.select(why).to_series(), self.name, self.removes)
 
 and runs as ``mapped(tasks, ShortPrompts(), df, n)`` in a flow.
+
+Not a flow: the protocol of the flows' data steps; flows/curate/step_tasks.py runs them as Prefect tasks.
 """
 
 from __future__ import annotations

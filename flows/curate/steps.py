@@ -3,6 +3,8 @@ its settings, and runs the library function of flows/curate that does the work.
 
 The flow (flows/curate/flow.py) runs them as Prefect tasks through flows/curate/step_tasks.py; the task
 names here are the ones the Prefect UI, the flows' `tasks` states and the tests know.
+
+Not a flow: the curation flow's steps, kept beside it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from flows.config import CleanConfig, CurateConfig, MinhashConfig, PassRateConfig
+from flows.curate import embed as embedder
 from flows.curate.answers import extract_answers
 from flows.curate.clean import clean
 from flows.curate.contamination import decontaminate
@@ -90,9 +93,7 @@ class Embed:
     retry = False
 
     def run(self, shard: pl.DataFrame) -> np.ndarray:
-        from flows.curate.embed import embed  # sentence-transformers: only when embedding dedup is on
-
-        return embed(shard["prompt"])
+        return embedder.embed(shard["prompt"])
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,7 @@
-"""Text normalisation shared by the dedup and contamination steps, vectorised with polars."""
+"""Text normalisation shared by the dedup and contamination steps, vectorised with polars.
+
+Not a flow: text handling of the curation steps, kept beside them.
+"""
 
 from __future__ import annotations
 

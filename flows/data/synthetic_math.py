@@ -8,6 +8,8 @@ exactly those rows.
 
 The families climb a difficulty ladder (`metadata.difficulty`, 1-5): flows/data/word_problems.py
 describes it and generates the problems.
+
+Not a flow: the bundled math data `m1 run` curates when the user brings none.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ has something to select and the bundled model has something it can learn: 1 copi
 problem states, 2 adds two one-digit numbers, 3 takes a one-digit number from a number up to 19, 4 is
 two steps on two-digit numbers, 5 multiplies, divides or solves for an unknown. The model of `m1 run`
 learns the first levels in its warm start and RL sharpens them; the last two are beyond it.
+
+Not a flow: the families of the bundled math data (flows/data/synthetic_math.py).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ style), `difficulty` (the family's: 1 one pass, 2 strings/number theory, 3 DP/gr
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,17 +29,23 @@ from dataclasses import dataclass
 import polars as pl
 from prefect import flow
 
+import flows.data.code_problems
 from flows.config import CodeTasksConfig, PipelineConfig
 from flows.curate.result import StepResult, split_by_reason
 from flows.curate.step_tasks import mapped, once, over
+from flows.data.code_problems import FAMILIES, problem
 from flows.datasets import CODE, CURATED, SYNLOGIC, dataset_name
 from flows.errors import ConfigError
+from flows.prerequisites import check as check_machine
 from flows.runner import ROW, Tasks, on_runner
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore
 from flows.tasks.publish import Steps, publish, source_hash, write
 from flows.tasks.steps import Schema, answer_check, chunks, deduplicate
+from flows.tasks.suites import check, extra_tests, limits_for
 from sandboxes.prerequisites import PROCESS_SANDBOX
+from verifiers.code import CodeVerifier
+from verifiers.endpoint import EndpointError, EndpointUnavailable
 
 AGAINST = (CURATED, SYNLOGIC)
 # What this flow needs from the machine (flows/prerequisites.py): the reference check and testgen run
@@ -57,10 +64,6 @@ class Spec:
 def plan(cfg: CodeTasksConfig) -> list[Spec]:
     """Problem seeds, families round-robin (all families in a seeded order, so that a small
     `n_problems` still mixes topics and styles); a one-line error for unknown families."""
-    import random
-
-    from flows.data.code_problems import FAMILIES
-
     if cfg.families is None:
         names = sorted(FAMILIES)
         random.Random(f"families/{cfg.seed}").shuffle(names)
@@ -81,9 +84,6 @@ def plan(cfg: CodeTasksConfig) -> list[Spec]:
 
 def _row(spec: Spec, cfg: CodeTasksConfig) -> dict:
     """The spec's item with a checked suite, or the row to quarantine (with `reason`)."""
-    from flows.data.code_problems import problem
-    from flows.tasks.suites import check, limits_for
-
     row = {
         "id": f"{spec.family}-s{spec.seed}",
         "source": SOURCE,
@@ -143,10 +143,6 @@ class Testgen:
     cfg: CodeTasksConfig
 
     def run(self, rows: pl.DataFrame) -> StepResult:
-        from flows.data.code_problems import problem
-        from flows.tasks.suites import extra_tests, limits_for
-        from verifiers.endpoint import EndpointError, EndpointUnavailable
-
         shard, cfg = rows, self.cfg
         endpoint, limits = cfg.testgen.client(), limits_for(cfg.time_limit_s, cfg.memory_mb)
 
@@ -181,8 +177,6 @@ class ReferenceCheck:
     cfg: CodeTasksConfig
 
     def run(self, rows: pl.DataFrame) -> StepResult:
-        from verifiers.code import CodeVerifier
-
         c = self.cfg
         verifier = CodeVerifier(time_limit_s=c.time_limit_s, memory_mb=c.memory_mb, workers=c.workers)
         return answer_check(rows, verifier, "reference-check", "the code verifier scores each reference 1")
@@ -190,10 +184,8 @@ class ReferenceCheck:
 
 def preflight(config: PipelineConfig) -> list[Spec]:
     """Check the code section and the machine before anything runs (the CLI and the DAG call this first)."""
-    from flows.prerequisites import check
-
     specs = plan(config.code)
-    check({CODE: PREREQUISITES})
+    check_machine({CODE: PREREQUISITES})
     return specs
 
 
@@ -207,8 +199,6 @@ def code_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008
 
 @flow(name="m1-code-tasks-steps", flow_run_name="{config.name}-code-tasks-steps", log_prints=True)
 def code_steps(config: PipelineConfig) -> dict:
-    import flows.data.code_problems
-
     cfg, store = config.code, DatasetStore(config.home)
     specs = plan(cfg)
     steps = Steps(config.name, "code tasks", 4 + bool(cfg.testgen.url) + len(AGAINST))

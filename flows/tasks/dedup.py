@@ -7,6 +7,8 @@ dyck_language_errors and math_path). MinHash therefore compares a generated item
 of *other* domains (the curated math, a user's own data), where a high Jaccard does mean the same
 problem; against items of its own domain, and among the generated items themselves, a duplicate is an
 exact one (same text after normalisation: the same puzzle, the same problem).
+
+Not a flow: a step both task-data flows run, kept beside them.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ flows/tasks/dedup.py for why. Steps run as cached Prefect tasks on the configure
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from flows.curate.result import StepResult
 from flows.curate.step_tasks import mapped, once, over
 from flows.datasets import CODE, CURATED, SYNLOGIC, dataset_name
 from flows.errors import ConfigError, InputError
+from flows.logic_calibration import load_bands
 from flows.runner import ROW, Tasks, on_runner
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore, StepCount
@@ -61,8 +63,6 @@ class Plan:
 
 def stored_bands(home: Path, cfg: LogicTasksConfig):
     """The calibration's bands, or None when there is none (or it is switched off)."""
-    from flows.logic_calibration import load_bands
-
     if not cfg.calibrated or not (home / "logic" / "bands.json").is_file():
         return None
     return load_bands(home)
@@ -71,6 +71,7 @@ def stored_bands(home: Path, cfg: LogicTasksConfig):
 def plan(cfg: LogicTasksConfig, home: Path) -> Plan:
     """Tasks, bands and instance seeds; raises a one-line error for unknown tasks or when no task has
     a band. Pure apart from reading the stored calibration."""
+    # heavy: networkx (verifiers.logic loads every task)
     from verifiers.logic import TASKS, get_task
 
     names = list(dict.fromkeys(cfg.tasks)) if cfg.tasks is not None else sorted(TASKS)
@@ -120,8 +121,8 @@ def plan(cfg: LogicTasksConfig, home: Path) -> Plan:
 
 
 def _item(spec: Spec) -> dict:
-    import json
 
+    # heavy: networkx (verifiers.logic loads every task)
     from verifiers.logic import get_task
 
     item = get_task(spec.task).generate(spec.difficulty, spec.seed).to_item(spec.index)
@@ -174,6 +175,7 @@ class GoldCheck:
     retry = False
 
     def run(self, rows: pl.DataFrame) -> StepResult:
+        # heavy: networkx (verifiers.logic loads every task)
         from verifiers.logic.verifier import LogicVerifier
 
         summary = "the gold answer scores 1 with the logic verifier"
@@ -195,6 +197,7 @@ def logic_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B00
 
 @flow(name="m1-logic-tasks-steps", flow_run_name="{config.name}-logic-tasks-steps", log_prints=True)
 def logic_steps(config: PipelineConfig) -> dict:
+    # heavy: networkx (verifiers.logic loads every task)
     import verifiers.logic
 
     store = DatasetStore(config.home)

@@ -1,5 +1,8 @@
 """What the task-data flows share around their steps: step bookkeeping, progress, the dataset write
-with its quarantine, and the Prefect artifacts (rows per task and difficulty, rows in/out per step)."""
+with its quarantine, and the Prefect artifacts (rows per task and difficulty, rows in/out per step).
+
+Not a flow: what both task-data flows do around their steps, kept beside them.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """The steps both task-data flows share, as `Step`s (flows/curate/step.py) or the helpers their steps
-call: schema validation, the answer check, exact dedup among the items, dedup against the run's datasets."""
+call: schema validation, the answer check, exact dedup among the items, dedup against the run's datasets.
+
+Not a flow: steps both task-data flows run, kept beside them.
+"""
 
 from __future__ import annotations
 

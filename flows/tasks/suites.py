@@ -6,6 +6,8 @@ the inputs they agree on" runner: a function-style problem runs as a small progr
 ``{"args": [...], "kwargs": {...}}`` as JSON on stdin and prints the JSON of the result, so its
 expected value is the reference's own return value after a JSON round trip (what the `code` verifier's
 harness compares against).
+
+Not a flow: the code-tasks flow's test suites, kept beside it.
 """
 
 from __future__ import annotations

@@ -43,6 +43,8 @@ is not GSM8K).
 
 A module per family reads its presets (`math.py`, `code.py`, `swe.py`), on what they share (`base.py`);
 this one holds the registry, in the order detection tries it, and the detection.
+
+Not a flow: how curation's ingest step reads public datasets, kept beside it.
 """
 
 from __future__ import annotations

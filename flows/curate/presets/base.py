@@ -1,6 +1,9 @@
 """What every preset shares (flows/curate/presets/): the `Preset` record, a row read into canonical
 fields (`Converted`), the error of a row a preset cannot read (`RowError`), and the readers of a row's
-values that raise it."""
+values that raise it.
+
+Not a flow: part of curation's ingest presets (flows/curate/presets/__init__.py says why they live here).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The code presets: HumanEval, MBPP, APPS (and TACO), CodeContests (the table in
 flows/curate/presets/__init__.py says what each reads). Each item carries its reference solution as one
-fenced block and the fields the code verifier runs its tests from."""
+fenced block and the fields the code verifier runs its tests from.
+
+Not a flow: part of curation's ingest presets (flows/curate/presets/__init__.py says why they live here).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """The math presets: GSM8K, Hendrycks MATH and look-alikes, NuminaMath (the table in
-flows/curate/presets/__init__.py says what each reads)."""
+flows/curate/presets/__init__.py says what each reads).
+
+Not a flow: part of curation's ingest presets (flows/curate/presets/__init__.py says why they live here).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The SWE-bench preset (full, Lite, Verified): an instance read into the `swe` verifier's repair item."""
+"""The SWE-bench preset (full, Lite, Verified): an instance read into the `swe` verifier's repair item.
+
+Not a flow: part of curation's ingest presets (flows/curate/presets/__init__.py says why they live here).
+"""
 
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ Two styles, as the `code` verifier reads them (verifiers/code.py):
 
 `problem(name, seed, n_tests)` is deterministic in (name, seed): the same seed gives the same problem
 in every process. The families live in modules by topic: lists, strings, numbers, dp.
+
+Not a flow: the families the code-tasks flow (flows/tasks/code.py) draws its problems from.
 """
 
 from __future__ import annotations
@@ -176,6 +178,7 @@ WORDS = (
 
 
 def _load() -> None:
+    # lazy: each family module registers itself in FAMILIES above, so they load after this module's body
     from flows.data.code_problems import dp, lists, numbers, strings  # noqa: F401 - registers families
 
 

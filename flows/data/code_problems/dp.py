@@ -1,4 +1,7 @@
-"""Dynamic programming and greedy problems, each with an independent brute force that must agree."""
+"""Dynamic programming and greedy problems, each with an independent brute force that must agree.
+
+Not a flow: a family group of flows/data/code_problems (its __init__ says why they live here).
+"""
 
 from __future__ import annotations
 

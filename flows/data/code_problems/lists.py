@@ -1,4 +1,7 @@
-"""Arithmetic over integer lists: one pass, a running value, counting pairs."""
+"""Arithmetic over integer lists: one pass, a running value, counting pairs.
+
+Not a flow: a family group of flows/data/code_problems (its __init__ says why they live here).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Number theory and counting: gcd/lcm, primes, bases, digit sums, FizzBuzz variants."""
+"""Number theory and counting: gcd/lcm, primes, bases, digit sums, FizzBuzz variants.
+
+Not a flow: a family group of flows/data/code_problems (its __init__ says why they live here).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""String problems: words, characters, simple encodings."""
+"""String problems: words, characters, simple encodings.
+
+Not a flow: a family group of flows/data/code_problems (its __init__ says why they live here).
+"""
 
 from __future__ import annotations
 
