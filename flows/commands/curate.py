@@ -36,7 +36,7 @@ Removed = Annotated[
 
 
 def read_input(path: Path, id_column: str, need: list[str]) -> pl.DataFrame:
-    # heavy: polars, httpx, numpy; not at m1 start-up
+    # heavy: polars; not at m1 start-up
     import polars as pl
 
     from flows.curate.ingest import read_table
@@ -122,7 +122,7 @@ def ingest(
 ) -> None:
     """Read a file into canonical RL items in the dataset store; bad rows are quarantined with a reason.
     A file whose rows are mostly quarantined (a column read wrongly) is an error, and nothing is written."""
-    # heavy: polars, httpx, numpy; not at m1 start-up
+    # heavy: polars; not at m1 start-up
     from flows.curate.guard import Span, check
     from flows.curate.ingest import load_items
     from flows.store import DatasetStore, StepCount
@@ -169,7 +169,7 @@ def dedup(
     removed: Removed = None,
 ) -> None:
     """Remove duplicates: one row per cluster is kept (the first)."""
-    # heavy: polars, httpx, numpy; not at m1 start-up
+    # heavy: polars; not at m1 start-up
     from flows.curate.dedup import embedding_dedup, exact_dedup, minhash_dedup
 
     if method not in ("exact", "minhash", "embedding"):
@@ -208,7 +208,7 @@ def decontaminate(
     removed: Removed = None,
 ) -> None:
     """Remove rows overlapping benchmark items; say which item each removed row matched."""
-    # heavy: polars, httpx, numpy; not at m1 start-up
+    # heavy: polars; not at m1 start-up
     from flows.curate.contamination import decontaminate as run
     from flows.curate.ingest import read_table
 
@@ -241,7 +241,7 @@ def clean(
     removed: Removed = None,
 ) -> None:
     """Drop empty, garbled, broken-LaTeX, multi-part, proof and binary items; reformulate multiple choice."""
-    # heavy: polars, httpx, numpy; not at m1 start-up
+    # heavy: polars; not at m1 start-up
     from flows.curate.clean import clean as run
     from verifiers.endpoint import Endpoint
 
@@ -252,7 +252,7 @@ def clean(
 @app.command("answers")
 def answers(input: Input, output: Output, id_column: IdColumn = "id", removed: Removed = None) -> None:
     """Extract answers from reference solutions; keep rows whose answer math-verify parses."""
-    # heavy: polars, httpx, numpy; not at m1 start-up
+    # heavy: polars; not at m1 start-up
     from flows.curate.answers import extract_answers
 
     finish(extract_answers(read_input(input, id_column, ["reference"])), output, removed)
@@ -277,7 +277,7 @@ def passrate(
     removed: Removed = None,
 ) -> None:
     """Sample k responses per item from a policy, verify them, keep low < pass rate < high."""
-    # heavy: polars, httpx, numpy; not at m1 start-up
+    # heavy: polars; not at m1 start-up
     from flows.config import EndpointConfig, PolicyConfig
     from flows.curate.passrate import passrate_filter
     from flows.policy import make_sampler
@@ -312,7 +312,7 @@ def run(
     runner: Annotated[str | None, typer.Option(help="local or dask (overrides runner.kind).")] = None,
 ) -> None:
     """The whole curation flow into the dataset store (a Prefect flow run with cached steps)."""
-    # heavy: prefect, polars, httpx; not at m1 start-up
+    # heavy: prefect, polars; not at m1 start-up
     from flows.config import load_config
     from flows.curate.flow import curate_flow, preflight
     from flows.curate.ingest import describe_mapping

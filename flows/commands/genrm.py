@@ -28,7 +28,7 @@ SetOpt = Annotated[
 
 
 def _config(config: Path | None, set_: list[str] | None):
-    # heavy: httpx, pydantic; not at m1 start-up
+    # heavy: pydantic; not at m1 start-up
     from flows.config import load_config
 
     return load_config(config, set_ or [])
@@ -65,7 +65,7 @@ def train_judge(
 ) -> None:
     """SFT a small m1model judge on labelled responses to math, logic and general items; evaluate it on
     held-out prompts; save it (HF format) for `m1 serve model`."""
-    # heavy: scipy, polars, httpx; not at m1 start-up
+    # heavy: scipy, polars; not at m1 start-up
     from flows.genrm.train_judge import HELDOUT
     from flows.genrm.train_judge import train_judge as train
     from flows.model_settings import use_threads
@@ -104,7 +104,7 @@ def eval_cmd(
     seed: int = 0,
 ) -> None:
     """Judge accuracy and Spearman vs labels, grade confusion, Best-of-N vs pass@N and random, for N 1-8."""
-    # heavy: scipy, polars, httpx; not at m1 start-up
+    # heavy: scipy, polars; not at m1 start-up
     from flows.genrm.files import plot_eval, read_labels
     from verifiers.endpoint import EndpointError
     from verifiers.genrm.evaluate import evaluate_judge
@@ -156,7 +156,7 @@ def swiss(
     rounds: Annotated[int | None, typer.Option(min=1, help="Swiss rounds (default: ceil(log2 G)).")] = None,
 ) -> None:
     """Rank each prompt's candidate answers in Swiss rounds with the pairwise judge; keep the winner."""
-    # heavy: scipy, polars, httpx; not at m1 start-up
+    # heavy: scipy, polars; not at m1 start-up
     from flows.genrm.files import read_candidates
     from verifiers.genrm.swiss import judge_compare, run_swiss
 

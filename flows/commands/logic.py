@@ -24,7 +24,7 @@ def instance_seed(seed: int, index: int) -> int:
 
 
 def _task(name: str):
-    # heavy: networkx, numpy (verifiers.logic loads every task); not at m1 start-up
+    # heavy: networkx (verifiers.logic loads every task); not at m1 start-up
     from verifiers.logic import get_task
 
     try:
@@ -39,7 +39,7 @@ def list_tasks(
 ) -> None:
     """Every logic task: name, difficulty range, description (and import errors of broken task modules);
     with reasoning-gym installed (extra `logic`), its datasets as `rg_<name>` too."""
-    # heavy: networkx, numpy (verifiers.logic loads every task); not at m1 start-up
+    # heavy: networkx (verifiers.logic loads every task); not at m1 start-up
     from verifiers.logic import LOAD_ERRORS, TASKS
     from verifiers.logic.reasoning_gym_adapter import available, not_offered, reasoning_gym_task
 
@@ -150,7 +150,7 @@ def calibrate(
     seed: Annotated[int, typer.Option(min=0)] = 0,
 ) -> None:
     """Estimate pass@k per task and difficulty for a policy and store each task's training band."""
-    # heavy: prefect, polars, httpx; not at m1 start-up
+    # heavy: prefect, polars; not at m1 start-up
     from flows.config import EndpointConfig, PolicyConfig
     from flows.logic_calibration import CalibrationParams, logic_calibration
 

@@ -44,7 +44,7 @@ def init(
     overrides: SetOpt = None,
 ) -> None:
     """A randomly initialised hybrid model and a byte-level BPE tokenizer trained on CORPUS, as an HF checkpoint."""
-    # heavy: transformers, httpx, pydantic; not at m1 start-up
+    # heavy: transformers, pydantic; not at m1 start-up
     from flows.config import load_config
     from flows.model_settings import fresh_model
     from m1model import train_tokenizer

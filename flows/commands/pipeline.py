@@ -94,7 +94,7 @@ def ui(
 ) -> None:
     """Start the Prefect server and UI (SQLite under PREFECT_HOME by default; PostgreSQL with --database,
     for runs from many workers and machines)."""
-    # heavy: httpx, pydantic; not at m1 start-up
+    # heavy: pydantic; not at m1 start-up
     from flows.deploy import start_server
 
     start_server(host, port, database)
@@ -109,7 +109,7 @@ def deploy(
 ) -> None:
     """Register the pipeline, curation, training-stage and calibration deployments and serve them, so runs
     can be scheduled and started (with a parameter form) from the Prefect UI."""
-    # heavy: httpx, pydantic; not at m1 start-up
+    # heavy: pydantic; not at m1 start-up
     from flows.config import load_config
     from flows.deploy import serve_deployments
 

@@ -159,7 +159,7 @@ def synthesize(
     model: Annotated[str, typer.Option(help="Model name sent to --endpoint.")] = "default",
 ) -> None:
     """Inject bugs by AST mutation into each repository and keep those its test suite catches."""
-    # heavy: libcst, polars, httpx; not at m1 start-up
+    # heavy: libcst, polars; not at m1 start-up
     from flows.config import EndpointConfig
     from flows.swe.items import write_jsonl
     from flows.swe.synthesize import SynthesisParams, split, synthesize_repo

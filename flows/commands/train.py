@@ -38,7 +38,7 @@ NprocOpt = Annotated[
 
 
 def _config(config: Path | None, set_: list[str] | None, curriculum: str | None, nproc: int | None = None):
-    # heavy: httpx, pydantic; not at m1 start-up
+    # heavy: pydantic; not at m1 start-up
     from flows.config import load_config
 
     overrides = list(set_ or []) + ([f"train.curriculum={curriculum}"] if curriculum else [])

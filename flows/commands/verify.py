@@ -39,7 +39,7 @@ ConfigOpt = Annotated[
 
 
 def registry(plugin_dirs: list[Path] | None, config: Path | None):
-    # heavy: httpx, pydantic; not at m1 start-up
+    # heavy: pydantic; not at m1 start-up
     from flows.config import load_config
 
     dirs = [Path(d) for d in (load_config(config).plugin_dirs if config else [])] + list(plugin_dirs or [])
@@ -79,7 +79,7 @@ def _testgen_row(
     lineno: int, row: dict[str, Any], problem: str | None, options: dict[str, Any]
 ) -> dict[str, Any]:
     """One problem row with `tests` and a `testgen` report added; failures are reported in the row."""
-    # heavy: httpx, pydantic; not at m1 start-up
+    # heavy: pydantic; not at m1 start-up
     from verifiers.testgen import EndpointError, generate_suite, solutions_of
 
     if problem is not None:
