@@ -75,6 +75,7 @@ def plot_eval(result: JudgeEval, path: str | Path, title: str = "judge evaluatio
     import matplotlib  # heavy: imported only when a plot is drawn
 
     matplotlib.use("Agg")
+    # heavy: matplotlib
     import matplotlib.pyplot as plt
 
     fig, (ax, cm) = plt.subplots(1, 2, figsize=(10, 3.8))

@@ -19,18 +19,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+import flows.genrm.general as general
+import flows.genrm.labels as labels
+import flows.genrm.train_judge as train
+import verifiers.genrm.evaluate as evaluate
+import verifiers.genrm.prompts as prompts
 from flows.artifacts import artifact_key, embed_png
 from flows.config import GenRMConfig, PipelineConfig
 from flows.datasets import GENERAL, dataset_name
-from flows.genrm.files import SERVED_JUDGE_ENV
+from flows.genrm.files import SERVED_JUDGE_ENV, plot_eval
+from flows.genrm.general import general_items
+from flows.model_settings import use_threads
 from flows.progress import prefect_progress
 from flows.store import DatasetStore
+from verifiers.genrm.evaluate import JudgeEval
 
 DEFAULT_CONFIG = PipelineConfig()
 PREREQUISITES = ()  # nothing from the machine (flows/prerequisites.py): the judge is trained and served here
@@ -46,8 +56,6 @@ def judge_dir(config: PipelineConfig) -> Path:
 
 def write_general(config: PipelineConfig) -> str:
     """``{run}-general`` at its latest version, written now only if the parameters changed."""
-    from flows.genrm.general import general_items
-
     store, g = DatasetStore(config.home), config.genrm
     name = dataset_name(config.name, GENERAL)
     params = {"n": g.general_items, "seed": g.seed, "generator": "flows.genrm.general"}
@@ -58,12 +66,6 @@ def write_general(config: PipelineConfig) -> str:
 
 def judge_inputs_hash(g: GenRMConfig) -> str:
     """What the judge checkpoint depends on: its training settings and the code that makes its data."""
-    import flows.genrm.general as general
-    import flows.genrm.labels as labels
-    import flows.genrm.train_judge as train
-    import verifiers.genrm.evaluate as evaluate
-    import verifiers.genrm.prompts as prompts
-
     settings = g.model_dump(
         include={
             "train_prompts",
@@ -85,25 +87,19 @@ def ensure_judge(
     folder: Path, g: GenRMConfig, on_step: Callable[[dict[str, float]], None] | None = None
 ) -> tuple[dict[str, Any], bool]:
     """(the judge's training summary, whether it was trained now). Cached by `judge_inputs_hash`."""
-    from flows.genrm.train_judge import HELDOUT, train_judge
-
     digest = judge_inputs_hash(g)
     meta = folder / "training.json"
-    if meta.is_file() and (folder / HELDOUT).is_file():
+    if meta.is_file() and (folder / train.HELDOUT).is_file():
         judge = json.loads(meta.read_text()).get("judge", {})
         if judge.get("inputs_hash") == digest:
             return judge, False
-    return train_judge(folder, g, on_step=on_step, inputs_hash=digest), True
+    return train.train_judge(folder, g, on_step=on_step, inputs_hash=digest), True
 
 
 def judge_gate(config: PipelineConfig) -> str | None:
     """Why this run's own judge must not score training (it loses to a constant baseline on its
     held-out labels), or None: the gate off (genrm.gate), no judge yet, a judge the user serves
     (M1_GENRM_URL), or a good one."""
-    import os
-
-    from verifiers.genrm.evaluate import JudgeEval
-
     if not config.genrm.gate:
         return None
     meta = judge_dir(config) / "training.json"
@@ -122,12 +118,6 @@ def _progress(total: int) -> Callable[[dict[str, float]], None]:
 @flow(name="genrm-general", flow_run_name="{config.name}-general", log_prints=True)
 def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     """Write `{run}-general`, train (or reuse) the judge, evaluate it; return the judge checkpoint path."""
-    from prefect.artifacts import create_markdown_artifact, create_table_artifact
-
-    from flows.genrm.files import plot_eval
-    from flows.model_settings import use_threads
-    from verifiers.genrm.evaluate import JudgeEval
-
     logger = get_run_logger()
     g = config.genrm
     if not g.enabled:

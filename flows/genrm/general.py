@@ -9,6 +9,8 @@ the `constraints` verifier checks), and (3) not much else. Each item's reference
 These are the items the `genrm` pairwise judge scores against their references in the `general`
 curriculum stage; `rule_grade` (flows/genrm/labels.py) turns (1)+(2) into the true grade the judge is
 trained and evaluated on.
+
+Not a flow: the data the general-task flow (flows/genrm/flow.py) writes, kept beside it.
 """
 
 from __future__ import annotations

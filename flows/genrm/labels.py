@@ -14,6 +14,8 @@ intent: it is what `rule_grade` computes from the rule verifiers' verdicts:
     3  partly correct (a logic answer with partial credit; a general answer breaking most instructions)
     2  a final answer that is wrong
     1  no final answer
+
+Not a flow: the data the judge's training (flows/genrm/train_judge.py) learns from, kept beside it.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any
 
+from flows.atomic import atomic_write_text
 from flows.data.synthetic_math import distinct_problems
 from flows.genrm.general import KEY_KINDS, general_tasks, to_item
+from verifiers.constraints import ConstraintVerifier
 
 LOGIC_TASKS = ("object_counting", "word_sorting", "dyck_language", "bit_manipulation", "boolean_expressions")
 FILLER = [
@@ -70,6 +74,7 @@ class Labelled:
 
 @cache
 def _math_verifier():
+    # heavy: math_verify
     from verifiers.math import MathVerifier
 
     return MathVerifier()
@@ -92,6 +97,7 @@ def rule_grade(item: Mapping[str, Any], response: str) -> int:
 
 
 def _logic_grade(item: Mapping[str, Any], response: str) -> int:
+    # heavy: networkx, numpy (verifiers.logic loads every task)
     from verifiers.logic.base import extract_answer
     from verifiers.logic.verifier import LogicVerifier
 
@@ -113,8 +119,6 @@ def _mentions(text: str, word: str) -> bool:
 
 
 def _general_grade(item: Mapping[str, Any], response: str) -> int:
-    from verifiers.constraints import ConstraintVerifier
-
     meta = item["metadata"]
     meta = json.loads(meta) if isinstance(meta, str) else meta
     key, kind = str(meta["key"]), meta["key_kind"]
@@ -201,6 +205,7 @@ def _general_responses(rng: random.Random, task, other: str) -> dict[str, str]:
 
 def labelled_set(n_math: int, n_logic: int, n_general: int, seed: int) -> list[Labelled]:
     """Every response of every prompt, labelled by `rule_grade`; prompts are distinct across seeds."""
+    # heavy: math_verify, networkx, numpy (verifiers.logic loads every task)
     from verifiers.logic import get_task
     from verifiers.math import reference_answer
 
@@ -262,6 +267,4 @@ LABEL_FIELDS = ("prompt_id", "question", "reference", "response", "grade")
 
 def write_labels(path, labs: Sequence[Labelled]) -> None:
     """A labels file for `m1 genrm eval` (JSONL, one labelled response per line), written atomically."""
-    from flows.atomic import atomic_write_text
-
     atomic_write_text(path, "".join(json.dumps(x.as_row(), sort_keys=True) + "\n" for x in labs))

@@ -4,6 +4,8 @@
 stops it on exit (flows/servers.py); the judge runs on its own core instead of competing with training.
 With ``export_env`` it also sets ``M1_GENRM_URL`` (and ``M1_GENRM_MODEL``) for the duration, which is
 where the `genrm` verifiers look when a curriculum names them without options.
+
+Not a flow: how the stage and evaluation flows get their judge for as long as they run.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
     """Options for the generative judges among ``verifier_names`` (a stage's or an evaluation's), valid
     while the context lasts: a judge the user points at (``M1_GENRM_URL``) as it is, else the run's own
     judge (`m1 run` trains it; `m1 genrm train-judge`) served on a loopback port for the duration."""
+    # heavy: prefect
     from flows.genrm.flow import judge_dir
 
     judged = sorted({n for n in verifier_names if n.startswith("genrm")})
@@ -89,6 +92,7 @@ def run_judge(config) -> Iterator[None]:
     """The run's own judge served once, for everything inside (`m1 run`: the evaluations and every stage),
     instead of a server started by each stage and evaluation (seconds each); `judge_for` finds it through
     the environment. Nothing happens when genrm is off, the run has no judge, or ``M1_GENRM_URL`` is set."""
+    # heavy: prefect
     from flows.genrm.flow import judge_dir
 
     folder = judge_dir(config)

@@ -17,20 +17,25 @@ Design, so that a tiny CPU model can learn it in minutes:
 
 The tokenizer is trained on the judging texts (frequent numbers and the fixed instructions become single
 tokens: shorter sequences, and exact-match lookups a small attention layer can do).
+
+Not a flow itself: the judge's training, which the general-task flow and `m1 genrm train-judge` run.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from flows.config import GenRMConfig
+from flows.config import GenRMConfig, TrainConfig
 from flows.errors import InputError
-from flows.genrm.labels import Labelled, labelled_set
+from flows.genrm.labels import Labelled, labelled_set, write_labels
+from flows.model_settings import fresh_model, sft_config
+from verifiers.endpoint import EndpointError
 from verifiers.genrm.prompts import grade_answer, grade_prompt, pair_answer, pair_prompt
 
 HELDOUT = "heldout_labels.jsonl"  # beside the checkpoint: the labels `m1 genrm eval` can replay
@@ -139,16 +144,11 @@ def train_judge(
     server (`m1 genrm eval`'s code against this model, served on loopback), and save it as an HF checkpoint
     that `m1 serve model` serves, with the summary in its training.json and the held-out labelled responses
     beside it (``heldout_labels.jsonl``, a labels file for `m1 genrm eval`)."""
-    import time
-
-    from flows.config import TrainConfig
-    from flows.genrm.labels import write_labels
-    from flows.model_settings import fresh_model, sft_config
+    # heavy: torch, transformers, fastapi
     from m1model.policy import save_policy
     from m1model.rl.sft import sft_warm_start
     from m1model.serving import ServerSettings, background, create_app
     from m1model.tokenizer import train_tokenizer
-    from verifiers.endpoint import EndpointError
     from verifiers.genrm.evaluate import evaluate_judge
 
     t0 = time.perf_counter()

@@ -27,11 +27,17 @@ from flows.curate.result import StepResult
 from flows.curate.step_tasks import over
 from flows.datasets import SWE
 from flows.errors import ConfigError
+from flows.prerequisites import check
 from flows.progress import prefect_progress
 from flows.runner import CACHED, RETRY, ROW, Tasks, on_runner
 from flows.schema import QUARANTINE_REASON as REASON
 from flows.store import DatasetStore, StepCount
+from flows.swe.items import write_dataset
+from flows.swe.repos import make_repos, profile
+from flows.swe.synthesize import SynthesisParams, split, synthesize_repo
 from flows.swe.validate import Validate, scorer, task_rows
+from sandboxes import SandboxUnavailable
+from sandboxes.container import engine, reap_orphans
 from sandboxes.prerequisites import DOCKER_ENGINE
 
 # What this flow needs from the machine (flows/prerequisites.py): images are built and tests run in Docker.
@@ -46,17 +52,12 @@ def repos_dir(config: PipelineConfig) -> Path:
 @task(name="swe-repos", **RETRY)
 def repos_task(names: list[str], output: str) -> list[dict]:
     """Not cached: it checks the repositories on disk (milliseconds when they are there)."""
-    from flows.swe.repos import make_repos
-
     return make_repos(names, Path(output))
 
 
 @task(name="swe-synthesize", **CACHED, **RETRY)
 def synthesize_task(name: str, commit: str, quota: int, c: SWEConfig, output: str) -> dict:
     """One repository's tasks; `commit` (the sdist commit) keys the cache with the settings."""
-    from flows.swe.repos import profile
-    from flows.swe.synthesize import SynthesisParams, synthesize_repo
-
     params = SynthesisParams(seed=c.seed, workers=c.workers, candidates_per_task=c.candidates_per_task)
     endpoint = c.statement.client() if c.statement.url else None
     result = synthesize_repo(
@@ -80,8 +81,6 @@ def validate(tasks: Tasks, c: SWEConfig, output: str, candidates: list[dict]) ->
 
 def preflight(config: PipelineConfig) -> None:
     """The SWE subflow needs the Docker engine: say so before anything runs."""
-    from flows.prerequisites import check
-
     check({SWE: PREREQUISITES})
 
 
@@ -94,11 +93,6 @@ def swe_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 
 
 @flow(name="m1-swe-steps", flow_run_name="{config.name}-swe-steps", log_prints=True)
 def swe_steps(config: PipelineConfig) -> dict:
-    from flows.swe.items import write_dataset
-    from flows.swe.synthesize import split
-    from sandboxes import SandboxUnavailable
-    from sandboxes.container import engine, reap_orphans
-
     logger = get_run_logger()
     c = config.swe
     try:

@@ -6,6 +6,8 @@ the code around the lines the gold patch changes (SWE-bench's "oracle" context);
 list of the library's modules instead. The task itself (all SWE-bench fields, ``python_packages``,
 the instance image, the gold locations) goes into the item's metadata, so the ``swe`` verifier scores
 a response from the item alone.
+
+Not a flow: what the SWE flow (flows/swe/flow.py) writes, kept beside it.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
 
 def _changed_lines(task: SWETask) -> dict[str, list[int]]:
     """File -> line numbers (in the task's commit) that the gold patch changes."""
+    # lazy: optional extra [swe] (unidiff)
     from unidiff import PatchSet
 
     out: dict[str, list[int]] = {}

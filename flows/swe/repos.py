@@ -6,11 +6,14 @@ folder; pip's HTTP cache helps too), unpacks it and commits it as the only commi
 at ``DIR/<name>``. Author, committer and dates are fixed, so the same sdist always gives the same
 commit: a rerun finds the repository in place and does nothing, and task commits built on it are
 reproducible.
+
+Not a flow: the SWE flow's first step (and `m1 swe repos`), kept beside it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flows.errors import InputError
+from sandboxes.swe_images import default_cache
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "m1",
@@ -68,8 +72,6 @@ def profile(name: str) -> RepoProfile:
 
 
 def git(repo: Path, *args: str, input: bytes | None = None, env: dict | None = None) -> str:
-    import os
-
     done = subprocess.run(
         ["git", "-C", str(repo), *args],
         input=input,
@@ -153,8 +155,6 @@ def _summary(p: RepoProfile, target: Path, created: bool) -> dict:
 
 
 def make_repos(names: list[str] | None, output: Path, cache: Path | None = None) -> list[dict]:
-    from sandboxes.swe_images import default_cache
-
     cache = cache or default_cache()
     return [make_repo(profile(n), Path(output), cache) for n in (names or list(PROFILES))]
 

@@ -9,6 +9,8 @@ commit on top of the sdist commit (ref ``refs/m1/tasks/<instance_id>``, fixed da
 seed gives the same commits); the gold patch is the reverse diff, from the bug back to the original,
 and the problem statement is written from the failing tests' output (an OpenAI-compatible endpoint
 may rewrite it as an issue when configured).
+
+Not a flow: a step of the SWE flow (flows/swe/flow.py) and of `m1 swe synthesize`, kept beside it.
 """
 
 from __future__ import annotations

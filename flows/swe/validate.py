@@ -5,6 +5,8 @@ Two runs per task in the task's instance container: the tests as the task's comm
 FAIL_TO_PASS must fail, every PASS_TO_PASS pass, by swebench's `test_failed`/`test_maintained`), then
 the gold patch through the repair reward itself (reward 1: applied, and SWE-bench's grading resolves
 it). A dropped task carries the first reason it failed; nothing is dropped silently.
+
+Not a flow: a step of the SWE flow (flows/swe/flow.py) and of `m1 swe validate`, kept beside it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from flows.config import SWEConfig
 from flows.curate.result import StepResult, split_by_reason
 from flows.runner import ROW
 from flows.swe.synthesize import restore_commit
+from sandboxes.swe_run import SWE_LIMITS, files_of
 from verifiers.base import ItemError
 from verifiers.swe import SWEScorer, SWETask, statuses
 
@@ -40,9 +43,8 @@ def _first(tests: Sequence[str]) -> str:
 
 
 def validate_task(row: dict, scorer: SWEScorer) -> Validation:
+    # lazy: optional extra [swe] (swebench)
     from swebench.harness.grading import test_failed, test_maintained
-
-    from sandboxes.swe_run import files_of
 
     start = time.monotonic()
     instance_id = str(row.get("instance_id", "?"))
@@ -98,8 +100,6 @@ def validate_tasks(
 
 
 def scorer(c: SWEConfig, repos: Path) -> SWEScorer:
-    from sandboxes.swe_run import SWE_LIMITS
-
     return SWEScorer(repos, replace(SWE_LIMITS, wall_s=c.wall_s, memory_mb=c.memory_mb))
 
 
