@@ -3,7 +3,8 @@
 Not a flow: `m1 genrm eval`, `m1 genrm swiss` and the general-task flow (flows/genrm/flow.py) share these,
 and they live with the flows because a bad file is the user's mistake (an InputError: one line from the CLI)
 and the plot is an artifact. What is computed from the files is library code: verifiers/genrm/evaluate.py
-(`evaluate_judge`, `JudgeEval`) and verifiers/genrm/swiss.py (`run_swiss`).
+(`evaluate_judge`, `JudgeEval`) and verifiers/genrm/swiss.py (`run_swiss`). Where a run keeps its judge
+(`judge_dir`) is here too: the flow writes it, the judge's server (flows/genrm/serve.py) reads it.
 """
 
 from __future__ import annotations
@@ -14,15 +15,25 @@ from typing import Any
 import numpy as np
 
 from flows.artifacts import save_png
+from flows.config import PipelineConfig
 from flows.errors import InputError
 from flows.genrm.labels import LABEL_FIELDS
 from flows.jsonl import read_jsonl
+from flows.store import DatasetStore
 from verifiers.genrm.evaluate import JudgeEval
 from verifiers.genrm.swiss import Player, Tournament
 
 # Set beside M1_GENRM_URL while the run's own judge is served (flows/genrm/serve.py): the URL is then the
 # run's judge, which its gate still applies to, not one the user points at.
 SERVED_JUDGE_ENV = "M1_GENRM_SERVED_CHECKPOINT"
+
+
+def genrm_root(config: PipelineConfig) -> Path:
+    return DatasetStore(config.home).root / "runs" / config.name / "genrm"
+
+
+def judge_dir(config: PipelineConfig) -> Path:
+    return genrm_root(config) / "judge"
 
 
 def read_labels(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

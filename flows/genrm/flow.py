@@ -35,7 +35,7 @@ import verifiers.genrm.prompts as prompts
 from flows.artifacts import artifact_key, embed_png
 from flows.config import GenRMConfig, PipelineConfig
 from flows.datasets import GENERAL, dataset_name
-from flows.genrm.files import SERVED_JUDGE_ENV, plot_eval
+from flows.genrm.files import SERVED_JUDGE_ENV, genrm_root, judge_dir, plot_eval
 from flows.genrm.general import general_items
 from flows.model_settings import use_threads
 from flows.progress import prefect_progress
@@ -44,14 +44,6 @@ from verifiers.genrm.evaluate import JudgeEval
 
 DEFAULT_CONFIG = PipelineConfig()
 PREREQUISITES = ()  # nothing from the machine (flows/prerequisites.py): the judge is trained and served here
-
-
-def genrm_root(config: PipelineConfig) -> Path:
-    return DatasetStore(config.home).root / "runs" / config.name / "genrm"
-
-
-def judge_dir(config: PipelineConfig) -> Path:
-    return genrm_root(config) / "judge"
 
 
 def write_general(config: PipelineConfig) -> str:

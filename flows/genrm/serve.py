@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from flows.errors import InputError
-from flows.genrm.files import SERVED_JUDGE_ENV
+from flows.genrm.files import SERVED_JUDGE_ENV, judge_dir
 from flows.servers import m1_server
 
 MODEL_NAME = "judge"
@@ -65,9 +65,6 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
     """Options for the generative judges among ``verifier_names`` (a stage's or an evaluation's), valid
     while the context lasts: a judge the user points at (``M1_GENRM_URL``) as it is, else the run's own
     judge (`m1 run` trains it; `m1 genrm train-judge`) served on a loopback port for the duration."""
-    # heavy: prefect
-    from flows.genrm.flow import judge_dir
-
     judged = sorted({n for n in verifier_names if n.startswith("genrm")})
     if not judged:
         yield {}
@@ -92,9 +89,6 @@ def run_judge(config) -> Iterator[None]:
     """The run's own judge served once, for everything inside (`m1 run`: the evaluations and every stage),
     instead of a server started by each stage and evaluation (seconds each); `judge_for` finds it through
     the environment. Nothing happens when genrm is off, the run has no judge, or ``M1_GENRM_URL`` is set."""
-    # heavy: prefect
-    from flows.genrm.flow import judge_dir
-
     folder = judge_dir(config)
     if not config.genrm.enabled or os.environ.get("M1_GENRM_URL") or not (folder / "config.json").is_file():
         yield
