@@ -1,4 +1,8 @@
-"""Helpers for Prefect artifacts: keys they accept, PNG plots written atomically, and inline in markdown."""
+"""Helpers for Prefect artifacts: keys they accept, PNG plots written atomically, and inline in markdown.
+
+Not a flow: what the flows and their reports share to publish Prefect artifacts; the libraries know
+nothing of Prefect, so it lives with the flows.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Atomic outputs: write beside the target, fsync, then rename, so a reader never sees half a file."""
+"""Atomic outputs: write beside the target, fsync, then rename, so a reader never sees half a file.
+
+Not a flow: how the store, the flows and the commands write a run's files, which only flows/ writes
+(a library returns its results or writes where its caller says).
+"""
 
 from __future__ import annotations
 

@@ -12,10 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 
+import httpx
+
 from flows.config import PipelineConfig
-from flows.errors import M1Error
+from flows.curriculum import load_curriculum
+from flows.datasets import PRODUCERS, producer
+from flows.errors import InputError, M1Error
 
 
 def deployments(config: PipelineConfig, cron: str | None = None) -> list:
@@ -24,9 +29,8 @@ def deployments(config: PipelineConfig, cron: str | None = None) -> list:
 
     `train-stage` is how a person reruns one curriculum stage on demand: pick the stage in the form.
     """
+    # heavy: torch, transformers, prefect
     from flows.curate.flow import curate_flow
-    from flows.curriculum import load_curriculum
-    from flows.datasets import PRODUCERS, producer
     from flows.logic_calibration import logic_calibration
     from flows.pipeline import pipeline
     from flows.train import train_curriculum, train_stage
@@ -87,8 +91,7 @@ def serve_deployments(config: PipelineConfig, cron: str | None = None) -> None:
     asks the server's /health (2 s); when it does not answer, we say so and stop without the pause
     (there is nothing to pause it on).
     """
-    import signal
-
+    # heavy: prefect
     from prefect.runner import Runner
     from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
 
@@ -145,6 +148,7 @@ class _StopRequest:
 async def _serve_until_stopped(runner, request: _StopRequest, serving_message: str) -> None:
     """Run ``runner`` until a stop is requested; ``serving_message`` once it polls for runs (a script
     waiting for it knows the deployments are registered and served)."""
+    # heavy: prefect
     from prefect.settings import PREFECT_API_URL
 
     async def started() -> None:
@@ -177,7 +181,7 @@ async def _serve_until_stopped(runner, request: _StopRequest, serving_message: s
 
 
 def _server_reachable(timeout_s: float = 2.0) -> bool:
-    import httpx
+    # heavy: prefect
     from prefect.settings import PREFECT_API_URL
 
     url = PREFECT_API_URL.value()
@@ -222,6 +226,7 @@ def _ui_api_url(host: str, port: int) -> str | None:
     server was started with, so `m1 ui --port 4300` would serve a UI that calls :4200 and shows "Can't
     connect to Server API" (PrefectHQ/prefect#18895, #22986).
     """
+    # heavy: prefect
     from prefect.settings import get_current_settings
 
     if "api_url" in get_current_settings().server.ui.model_fields_set:
@@ -235,10 +240,9 @@ def _ui_api_url(host: str, port: int) -> str | None:
 def database_url(url: str) -> str:
     """A Prefect server database URL: PostgreSQL through asyncpg (``postgresql://`` is read as that), or
     SQLite through aiosqlite."""
+    # heavy: sqlalchemy
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
-
-    from flows.errors import InputError
 
     try:
         parsed = make_url(url)
@@ -255,6 +259,7 @@ def database_url(url: str) -> str:
 
 
 def _masked(url: str) -> str:
+    # heavy: sqlalchemy
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -266,17 +271,15 @@ def _masked(url: str) -> str:
 
 def _check_database(url: str, timeout_s: float = 10.0) -> None:
     """Connect once with asyncpg (what the server will use); an unreachable database is an InputError."""
-    import asyncio
-
+    # heavy: sqlalchemy
     from sqlalchemy.engine import make_url
-
-    from flows.errors import InputError
 
     parsed = make_url(url)
     if parsed.drivername != "postgresql+asyncpg":
         return
 
     async def connect() -> None:
+        # lazy: optional extra [dist] (asyncpg)
         import asyncpg
 
         conn = await asyncpg.connect(

@@ -41,6 +41,7 @@ def log_file() -> Path:
 
 def quiet_user_tracebacks() -> Path:
     """Install the console formatter on Prefect's console handlers and a full log file; idempotent."""
+    # heavy: prefect
     from prefect.logging import configuration
 
     if not configuration.PROCESS_LOGGING_CONFIG:  # Prefect configures logging once, on first use
@@ -62,6 +63,7 @@ def quiet_user_tracebacks() -> Path:
 
 def prefect_home() -> Path:
     """Prefect's home folder (its database), created now if it does not exist yet."""
+    # heavy: prefect
     from prefect.settings import PREFECT_HOME
 
     home = Path(PREFECT_HOME.value()).expanduser()

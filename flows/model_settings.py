@@ -20,6 +20,7 @@ def use_threads(tc: TrainConfig) -> None:
     """Apply `train.torch_threads`: small models lose more to OpenMP threads spinning on a shared
     2-core machine than they gain from them (10x slower steps were measured under load)."""
     if tc.torch_threads:
+        # heavy: torch
         import torch
 
         torch.set_num_threads(tc.torch_threads)
@@ -28,6 +29,7 @@ def use_threads(tc: TrainConfig) -> None:
 def fresh_model(model_cfg: ModelConfig, tokenizer: Any):
     """A freshly initialised model of the configured size for this tokenizer's vocabulary, from
     m1model's one factory."""
+    # heavy: torch, transformers
     from m1model.policy import build_model
 
     return build_model(
@@ -39,6 +41,7 @@ def fresh_model(model_cfg: ModelConfig, tokenizer: Any):
 
 
 def sft_config(tc: TrainConfig, tokenizer):
+    # heavy: torch, numpy
     from m1model.rl.sft import SFTConfig
 
     return SFTConfig(

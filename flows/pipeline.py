@@ -21,7 +21,12 @@ from prefect.artifacts import create_markdown_artifact
 from flows.artifacts import artifact_key
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
+from flows.curate.flow import curate_flow, pass_rate_flow
+from flows.curate.flow import preflight as curate_preflight
 from flows.datasets import CODE, CURATED, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
+from flows.evaluate import evaluate
+from flows.prerequisites import check as check_machine
+from flows.prerequisites import needed
 from flows.report import RunReport, change_sentence
 from flows.runner import shared_cluster
 from flows.store import DatasetStore
@@ -38,10 +43,8 @@ PLANTED_BY_STEP = {
 def preflight(config: PipelineConfig) -> None:
     """Check the machine and read every input once, so that a missing tool, a bad file or a bad setting
     fails fast, with one clear line, before anything is written."""
-    from flows.curate.flow import preflight as curate_preflight
+    # heavy: math_verify
     from flows.curriculum.plan import active_curriculum
-    from flows.prerequisites import check as check_machine
-    from flows.prerequisites import needed
 
     # sources, mappings, benchmarks and the SFT set; the pass-rate policy defaults to the run's SFT model
     curate_preflight(config, pass_rate=False)
@@ -80,8 +83,7 @@ def cache_note(tasks: list) -> str:
 @flow(name="m1-pipeline", flow_run_name="{config.name}", log_prints=True)
 def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
     """Run the whole DAG on one machine; returns the run report as a dict."""
-    from flows.curate.flow import curate_flow, pass_rate_flow
-    from flows.evaluate import evaluate
+    # heavy: math_verify, scipy
     from flows.genrm.serve import run_judge
     from flows.train import train_curriculum, warm_start
 

@@ -2,6 +2,9 @@
 
 Pass-rate filtering (flows/curate/passrate.py) and logic calibration (flows/logic_calibration.py) both
 sample through it, configured by the same `PolicyConfig`.
+
+It lives in flows/ because it joins an endpoint (verifiers.endpoint) and m1model, which only flows/ may
+import together (shared/DESIGN.md's layers).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class EngineSampler:
 
     def _load(self):
         if not self._state:
+            # heavy: torch, transformers
             from m1model import Engine
             from m1model.policy import CheckpointError, load_policy
 
@@ -71,6 +75,7 @@ class EngineSampler:
         return self._state["tokenizer"], self._state["engine"]
 
     def sample(self, prompts: Sequence[str], k: int) -> list[list[str]]:
+        # heavy: torch, transformers
         from m1model import SamplingParams
 
         tokenizer, engine = self._load()

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 console = Console()
 
@@ -33,6 +34,7 @@ class ProgressFn(Protocol):
 def prefect_progress(description: str, *, key: str | None = None, every: int = 1) -> ProgressFn:
     """A Prefect progress artifact of the current flow run, created now at 0 %; each report sets it to
     ``done / total`` (capped at 100 %), on every ``every``-th unit and the last one."""
+    # heavy: prefect; not at m1 start-up
     from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
     artifact = create_progress_artifact(0.0, key=key, description=description)
@@ -59,8 +61,6 @@ def rich_progress(bar, description: str, total: float | None = None) -> Progress
 
 def bars(out: Console | None = None, *, transient: bool = False):
     """A rich Progress with the CLI's columns: description, bar, done/total, elapsed."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     return Progress(*columns, console=out or console, transient=transient)
 

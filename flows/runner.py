@@ -17,9 +17,14 @@ from pathlib import Path
 
 import polars as pl
 from prefect import unmapped
+from prefect.client.orchestration import get_client
+from prefect.filesystems import LocalFileSystem
+from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.cache import CONTENT
 from flows.config import RunnerConfig
+from verifiers.endpoint import EndpointUnavailable
 
 CACHED = {"cache_policy": CONTENT, "persist_result": True}
 ROW = "_row"  # a hidden column carrying the global input order through sharded steps
@@ -27,20 +32,18 @@ ROW = "_row"  # a hidden column carrying the global input order through sharded 
 
 def task_runner(r: RunnerConfig):
     if r.kind == "dask":
+        # lazy: optional extra [dist] (prefect_dask)
         from prefect_dask import DaskTaskRunner
 
         if r.dask_address:
             return DaskTaskRunner(address=r.dask_address)
         return DaskTaskRunner(cluster_kwargs={"n_workers": r.workers, "threads_per_worker": 1})
-    from prefect.task_runners import ThreadPoolTaskRunner
 
     return ThreadPoolTaskRunner()
 
 
 def cache_storage(root: Path):
     """The store's cache folder as a saved storage block (Dask workers load it by reference)."""
-    from prefect.filesystems import LocalFileSystem
-
     block = LocalFileSystem(basepath=str(root / "cache"))
     block.save(f"m1-cache-{hashlib.sha256(str(root).encode()).hexdigest()[:16]}", overwrite=True)
     return block
@@ -60,9 +63,6 @@ def _reporting_here(subflow, *args, **kwargs):
     would start a temporary server of its own (half a minute each) and record its task runs there.
     Naming the ephemeral server's URL sends them here instead.
     """
-    from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
     if PREFECT_API_URL.value():
         return subflow(*args, **kwargs)
     with get_client(sync_client=True) as client:
@@ -78,6 +78,7 @@ def shared_cluster(runner: RunnerConfig) -> Iterator[RunnerConfig]:
     if runner.kind != "dask" or runner.dask_address:
         yield runner
         return
+    # lazy: optional extra [dist] (distributed)
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=runner.workers, threads_per_worker=1, dashboard_address=None) as cluster:
@@ -101,8 +102,6 @@ def transient(task, task_run, state) -> bool:
     """Prefect retry condition: retry what may succeed later (an endpoint that is down or overloaded,
     the Docker engine restarting), never a deterministic failure (bad data, a bug), which would fail
     the same way again."""
-    from verifiers.endpoint import EndpointUnavailable
-
     try:
         state.result()
     except EndpointUnavailable:
@@ -114,6 +113,7 @@ def transient(task, task_run, state) -> bool:
 
 def _docker_transient(exc: Exception) -> bool:
     try:
+        # heavy: docker; lazy: optional (ImportError handled)
         from docker.errors import APIError
         from requests.exceptions import ConnectionError as RequestsConnectionError
     except ImportError:  # pragma: no cover - docker is a dependency

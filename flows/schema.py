@@ -2,6 +2,8 @@
 
 Bad rows are never dropped silently: `validate_items` splits a frame into the rows that conform and a
 quarantine frame that carries every rejected row with a `reason` column.
+
+Not a flow: the contract between the flows' stages, which only the flows write and read.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ asked to score, and a model server gives away GPU time.
     protect(app, check_exposure(host, api_key, insecure))   # then uvicorn.run(app, host=host, ...)
 
 Clients send the same key: `verifiers.endpoint.Endpoint` reads ``$OPENAI_API_KEY``.
+
+Not a flow: the guard the `m1 serve` commands put in front of the services they start.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def m1_server(args: Sequence[str], *, name: str, port: int = 0, timeout_s: float
     """Runs ``m1 <args> --port PORT`` and yields its root URL (``http://127.0.0.1:PORT``) once its
     ``/health`` answers 200 with status "ok"; terminates it on exit (killed after 15 s). A server that
     exits first, or is not ready within ``timeout_s``, is an InputError naming ``name``."""
-    from m1model.serving import free_port  # the model server's package: torch, imported only when serving
+    from m1model.serving import free_port  # heavy: the model server's package (torch), only when serving
 
     port = port or free_port()
     base = f"http://127.0.0.1:{port}"

@@ -21,6 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,6 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 @cache
 def code_version() -> str:
     """Package version plus the git commit (and a dirty mark) when run from a checkout."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         ver = version("m1-pipeline")
     except PackageNotFoundError:

@@ -10,11 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from flows.artifacts import artifact_key
+from flows.artifacts import artifact_key, embed_png
 from flows.config import PipelineConfig
-from flows.curriculum.stage import Metrics, StepCallback
+from flows.curriculum.base import build_base
+from flows.curriculum.mixture import load_data, require_dataset
+from flows.curriculum.plan import active_curriculum, base_refs, stage_table
+from flows.curriculum.report import metrics_table, plot_sft, stage_markdown
+from flows.curriculum.stage import Metrics, StepCallback, run_stage, validation_rows
+from flows.curriculum.step_log import SampleLog
+from flows.datasets import PRODUCERS, kind_of, producer, resolve
+from flows.model_settings import use_threads
 from flows.progress import ProgressFn, prefect_progress, step_listener
+from flows.store import DatasetStore
+from m1model.policy import recorded
 
 DEFAULT_CONFIG = PipelineConfig()  # the flows' parameter default (never mutated)
 
@@ -56,10 +66,6 @@ def build_missing_task_data(config: PipelineConfig, curriculum) -> list[str]:
     """The generated datasets (logic, code, SWE, general) this curriculum reads that the store lacks,
     built by their own flows as `m1 run` builds them, so that `m1 curate run` then `m1 train
     curriculum` works on a fresh store. Curated data is the user's and is never made up here."""
-    from flows.curriculum.mixture import require_dataset
-    from flows.datasets import PRODUCERS, kind_of, producer, resolve
-    from flows.store import DatasetStore
-
     store, missing = DatasetStore(config.home), {}
     for entry in curriculum.datasets:
         name = resolve(entry, config.name)
@@ -77,13 +83,6 @@ def build_missing_task_data(config: PipelineConfig, curriculum) -> list[str]:
 def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     """The first stage's start: a tokenizer and fresh model trained with SFT on the curriculum's training
     items (reused while its settings and data are unchanged), or `train.init_from` when set."""
-    from flows.curriculum.base import build_base
-    from flows.curriculum.mixture import load_data
-    from flows.curriculum.plan import active_curriculum, base_refs
-    from flows.model_settings import use_threads
-    from flows.store import DatasetStore
-    from m1model.policy import recorded
-
     if config.train.init_from:
         return {"base": config.train.init_from, "built": False, "sft": []}
     use_threads(config.train)
@@ -96,11 +95,6 @@ def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     get_run_logger().info("base model %s: %s", "built" if built else "unchanged, reused", folder)
     history = recorded(folder).get("sft", [])
     if history:
-        from prefect.artifacts import create_markdown_artifact
-
-        from flows.artifacts import embed_png
-        from flows.curriculum.report import plot_sft
-
         plot = plot_sft(history, folder.parent / "sft.png", f"{config.name}: SFT warm start")
         create_markdown_artifact(
             f"# SFT warm start `{folder}`\n\n{len(history)} steps on {data.train.height} training items, loss "
@@ -116,13 +110,6 @@ def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
 def train_stage(stage: str, config: PipelineConfig = DEFAULT_CONFIG, restart: bool = False) -> dict[str, Any]:
     """One curriculum stage as a flow run: resumed from its own checkpoints while nothing it depends on
     changed, rerun from its start otherwise; rerunnable alone from the UI."""
-    from prefect.artifacts import create_markdown_artifact, create_table_artifact
-
-    from flows.curriculum.plan import active_curriculum
-    from flows.curriculum.report import metrics_table, stage_markdown
-    from flows.curriculum.stage import run_stage, validation_rows
-    from flows.model_settings import use_threads
-
     use_threads(config.train)
     curriculum, _ = active_curriculum(config)
     build_missing_task_data(config, curriculum)
@@ -146,8 +133,6 @@ def train_stage(stage: str, config: PipelineConfig = DEFAULT_CONFIG, restart: bo
             rows, key=f"{key}-validation", description=f"held-out pass rates, stage {stage}"
         )
     if result.samples:
-        from flows.curriculum.step_log import SampleLog
-
         samples = SampleLog.read(result.samples)[-50:]
         create_table_artifact(
             samples, key=f"{key}-samples", description=f"sampled responses of stage {stage}"
@@ -159,8 +144,6 @@ def train_stage(stage: str, config: PipelineConfig = DEFAULT_CONFIG, restart: bo
 @flow(name="train-curriculum", flow_run_name="{config.name}-curriculum", log_prints=True)
 def train_curriculum(config: PipelineConfig = DEFAULT_CONFIG, restart: bool = False) -> list[dict[str, Any]]:
     """Every stage in order, each a subflow starting from the previous stage's final model."""
-    from flows.curriculum.plan import active_curriculum
-
     curriculum, notes = active_curriculum(config)
     for note in notes:
         get_run_logger().info(note)
@@ -170,10 +153,6 @@ def train_curriculum(config: PipelineConfig = DEFAULT_CONFIG, restart: bool = Fa
 
 def publish_status(config: PipelineConfig) -> None:
     """The curriculum's state as a table artifact, so the UI shows which stages are stale."""
-    from prefect.artifacts import create_table_artifact
-
-    from flows.curriculum.plan import stage_table
-
     rows = [{k: r[k] for k in ("stage", "steps", "start", "state")} for r in stage_table(config)]
     create_table_artifact(
         rows, key=artifact_key(config.name, "curriculum-status"), description="curriculum stages"

@@ -4,6 +4,8 @@ user names (``train.init_from``).
 
 The base records a hash of what it was built from (model settings, SFT settings, the datasets it read):
 when any of them changes it is rebuilt, instead of a stale base silently feeding every stage.
+
+Not a flow: the first step of the curriculum flow (flows/train.py), which decides what the stages start from.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from flows.config import PipelineConfig
 from flows.curriculum.fingerprint import base_fingerprint
+from flows.curriculum.launch import launch
 from flows.curriculum.layout import train_root
 from flows.curriculum.mixture import CurriculumData
 from flows.curriculum.prompts import answer_text, prompt_text, sft_examples
@@ -20,6 +23,7 @@ from flows.model_settings import fresh_model, sft_config
 
 def base_tokenizer(rows: list[dict], vocab_size: int):
     """Byte-level BPE trained on the prompts and the answers the warm start teaches."""
+    # heavy: transformers
     from m1model.tokenizer import train_tokenizer
 
     return train_tokenizer([prompt_text(r) + answer_text(r) for r in rows], vocab_size=vocab_size)
@@ -38,6 +42,7 @@ def build_base(
     With ``train.nproc > 1`` the SFT runs data-parallel under torchrun (`flows.curriculum.launch`): rank 0
     trains the tokenizer and hands it to the others, every rank builds the same fresh model, and rank 0
     alone writes the result while the others wait for it."""
+    # heavy: torch, transformers, numpy
     from m1model.policy import recorded, save_policy
     from m1model.rl import distributed
     from m1model.rl.sft import sft_warm_start
@@ -48,8 +53,6 @@ def build_base(
         return folder, False
     ctx = distributed.current()
     if config.train.nproc > 1 and not ctx.enabled:
-        from flows.curriculum.launch import launch
-
         launch("base", config, on_step=on_step)
         return folder, True
     rows = data.train.to_dicts()

@@ -5,6 +5,9 @@ Every number goes through `pass_rate`, which encodes prompts exactly as training
 (`flows.curriculum.prompts.encode_prompt`) and measures them with m1model's one greedy evaluation
 (`m1model.rl.evaluation.greedy_pass_rate`). `m1 run`'s before/after evaluation, each stage's validation
 and `m1 experiment algorithms` all call it.
+
+Not a flow: what the evaluation flow (flows/evaluate.py) and each stage's validation run, kept with the
+curriculum whose items and prompts it uses.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from flows.config import DataConfig, EvalConfig
+from flows.curate.ingest import read_benchmark
 from flows.curriculum.prompts import encode_prompt, stop_ids
 from flows.errors import InputError
 from m1model.rl.evaluation import PassRate, greedy_pass_rate
@@ -53,8 +57,6 @@ def benchmark_sets(data: DataConfig, n_items: int) -> dict[str, list[dict]]:
     """Benchmarks that carry reference answers, as items to evaluate on: a benchmark in a preset's
     schema keeps the domain, task and metadata its preset gives (a HumanEval benchmark is code items with
     their tests), any other is math (prompt + reference)."""
-    from flows.curate.ingest import read_benchmark
-
     out = {}
     for b in data.benchmarks:
         df = read_benchmark(b.path, b.mapping, label=b.label, preset=b.preset)

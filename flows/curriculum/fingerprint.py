@@ -6,6 +6,8 @@ of the checkpoint it started from. A stage whose recorded hash differs from the 
 gives is stale: rerunning it starts over, and every later stage is stale with it (its start changed).
 The record beside a checkpoint and a checkpoint's identity are `m1model.policy.recorded` and
 `checkpoint_id`.
+
+Not a flow: how the training flows decide that a stage is done or stale.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ If the flow process dies, even by SIGKILL, the agent and then the workers die wi
 PR_SET_PDEATHSIG), so a rerun never races an orphan for the same checkpoints; if a worker dies, torchrun
 stops the others and the launch fails with the log's tail. Either way the rerun resumes from the newest
 complete checkpoint.
+
+Not a flow: how the training flows start a stage on several processes.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from flows import errors
 from flows.config import PipelineConfig
 from flows.curriculum.layout import train_root
 from flows.errors import ConfigError, M1Error
@@ -83,6 +86,7 @@ def launch(
     logger: logging.Logger | logging.LoggerAdapter = log,
 ) -> dict[str, Any]:
     """Run ``job`` ("stage" or "base") on ``config.train.nproc`` processes; return rank 0's result."""
+    # heavy: torch
     import torch
 
     nproc = config.train.nproc
@@ -129,8 +133,6 @@ def launch(
 
 
 def _failure(error: dict[str, str] | None, code: int, log_path: Path, nproc: int) -> Exception:
-    from flows import errors
-
     if error is not None:  # a user error a worker raised: the same one-line error as in one process
         kind = getattr(errors, error["type"], None)
         if isinstance(kind, type) and issubclass(kind, M1Error):

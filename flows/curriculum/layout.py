@@ -1,4 +1,7 @@
-"""Where a run's training outputs live: ``$M1_HOME/runs/<run>/train/{base,<stage>}/``."""
+"""Where a run's training outputs live: ``$M1_HOME/runs/<run>/train/{base,<stage>}/``.
+
+Not a flow: where the training flows write, one definition for their modules.
+"""
 
 from __future__ import annotations
 

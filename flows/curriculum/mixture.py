@@ -7,6 +7,8 @@ prompts drawn from it whatever its size. A key that matches no item is an error,
 
 The held-out split is fixed by a hash of each item's id, so it does not move when a dataset grows or
 when another dataset joins the curriculum: training never sees an item that validation scores.
+
+Not a flow: the data a stage flow reads from the store, and its mixture weights.
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ def dynamic_mixture(stage: Stage, items: Sequence[Mapping[str, Any]], levels: Se
     """The stage's dynamic-mixture step hook (m1model.rl.mixture_weights) over the pool's items, which
     carry their mixture key; ``levels`` are their difficulties (`difficulties`)."""
     # here, not at the top: m1model imports torch, which the commands that only read a curriculum's data skip
+    # heavy: numpy
     from m1model.rl.mixture_weights import DynamicMixture, MixtureSettings
 
     settings = MixtureSettings(**{f.name: getattr(stage, f.name) for f in fields(MixtureSettings)})

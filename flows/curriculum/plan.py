@@ -2,6 +2,8 @@
 off, each stage's expected fingerprint and its state against what is on disk (done, stale, pending), and
 the checkpoint a stage starts from (the base, ``train.init_from``, or the previous stage's final model).
 `m1 train list-stages`, the UI and `run_stage` read the same plan.
+
+Not a flow: what the training flows decide to run, shared with `m1 train list-stages`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def active_curriculum(config: PipelineConfig) -> tuple[Curriculum, list[str]]:
     """The configured curriculum without what this config switches off (see `Curriculum.active`), and
     without the general tasks when the run's judge loses to a constant baseline (its reward would be
     noise): the stages that need them are off, and the notes say why with the numbers."""
+    # heavy: prefect, scipy, numpy
     from flows.genrm.flow import judge_gate
 
     gate = judge_gate(config) if produced(config, GENERAL) else None

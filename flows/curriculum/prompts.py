@@ -3,6 +3,8 @@
 The answer format is the one each domain's verifier reads: ``\\boxed{}`` for math (verifiers.format),
 ``<answer></answer>`` for SynLogic-style logic tasks (verifiers.logic.base). Evaluation must use the
 same prompt, so the pipeline's eval calls `prompt_text` too.
+
+Not a flow: how the training and evaluation flows turn items into prompts, one definition for both.
 """
 
 from __future__ import annotations

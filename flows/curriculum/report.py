@@ -1,5 +1,8 @@
 """A stage's report: the per-step metrics as a Prefect table, reward/loss/length curves, mixture weights and
-the length-bias monitor as PNGs under M1_HOME, and a markdown summary that embeds the plots."""
+the length-bias monitor as PNGs under M1_HOME, and a markdown summary that embeds the plots.
+
+Not a flow: what the stage flow publishes (Prefect table, PNGs, markdown).
+"""
 
 from __future__ import annotations
 
@@ -46,9 +49,11 @@ def metrics_table(history: Sequence[dict[str, float]]) -> list[dict[str, float |
 
 def plot_sft(history: Sequence[dict[str, float]], path: Path, title: str) -> Path:
     """The SFT warm start's loss per step."""
+    # heavy: matplotlib
     import matplotlib
 
     matplotlib.use("Agg")
+    # heavy: matplotlib
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.2))
@@ -64,9 +69,11 @@ def plot_sft(history: Sequence[dict[str, float]], path: Path, title: str) -> Pat
 
 def plot_weights(history: Sequence[dict[str, float]], path: Path, title: str) -> Path:
     """Left: each mixture key's sampling weight per step. Right: a key x step heat map of pass rates."""
+    # heavy: matplotlib
     import matplotlib
 
     matplotlib.use("Agg")
+    # heavy: matplotlib, numpy
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -95,9 +102,11 @@ def plot_weights(history: Sequence[dict[str, float]], path: Path, title: str) ->
 
 
 def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str) -> Path:
+    # heavy: matplotlib
     import matplotlib
 
     matplotlib.use("Agg")  # headless: no display on a training machine
+    # heavy: matplotlib
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
@@ -122,9 +131,11 @@ def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str) -> 
 def plot_length_bias(history: Sequence[Mapping[str, float]], path, title: str = "length bias"):
     """The length-bias monitor's metrics (m1model.rl.length_bias), per domain: mean length and success per
     step (twin axes), and the reward-length correlation, with alarm steps marked. Returns the PNG path."""
+    # heavy: matplotlib
     import matplotlib
 
     matplotlib.use("Agg")
+    # heavy: matplotlib
     import matplotlib.pyplot as plt
 
     domains = sorted({k.split("/")[1] for h in history for k in h if k.startswith("length_bias/")})

@@ -3,6 +3,8 @@ domain (its ``[verifiers]`` table, else the built-in ones), built with the run's
 
 The scoring itself is `verifiers.scoring`; this module adds what only the run knows (its folders, its
 served judge) and says what a user should fix when a domain has no verifier.
+
+Not a flow: the stage flow's wiring of the verifiers to a run's folders and served judge.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def resolve_verifiers(*args: Any, **kwargs: Any) -> dict[str, Verifier]:
 def verifier_options(config) -> dict[str, dict[str, Any]]:
     """Options the run's own services and folders give the built-in verifiers that need them: the SWE
     verifier's repositories (and, with GenRM, the judge's endpoint)."""
+    # heavy: prefect, libcst, polars
     from flows.swe.flow import repos_dir
 
     return {"swe": {"repos_dir": str(repos_dir(config))}}

@@ -1,6 +1,9 @@
 """From the one `PipelineConfig` to the settings objects of m1model.rl for a stage: its TrainConfig (the
 curriculum's and the stage's overrides applied), the RL trainer's settings, the length-bias hook's. The
-model and SFT settings every flow shares are flows/model_settings.py."""
+model and SFT settings every flow shares are flows/model_settings.py.
+
+Not a flow: how the training flows translate the config into m1model.rl's settings.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ def stage_train_config(base: TrainConfig, stage: Stage, curriculum: Curriculum) 
 
 def length_bias_settings(section: LengthBiasConfig):
     """`train.length_bias` as the length-bias hook's settings (m1model.rl.length_bias)."""
+    # heavy: numpy
     from m1model.rl.length_bias import LengthBiasSettings
 
     return LengthBiasSettings(**section.model_dump())
@@ -34,6 +38,7 @@ def rl_config(tc: TrainConfig, tokenizer=None, stage: Stage | None = None):
     """The trainer's settings: TrainConfig, with the stage's generation window when there is a stage.
     The one translation: stages, `m1 experiment` and the benches all build their RLConfig here. Without
     a tokenizer (a bench on random token ids) there is no stop token and padding is id 0."""
+    # heavy: torch, transformers, numpy
     from m1model.rl.losses import LossConfig
     from m1model.rl.trainer import RLConfig
 

@@ -18,6 +18,8 @@ later stage as stale until it is rerun.
 With ``train.nproc > 1`` `run_stage` launches torchrun (`flows.curriculum.launch`) and each rank (`.worker`) runs
 `run_stage` again inside the process group: every rank trains, rank 0 alone writes (checkpoints, final
 model, stage.json, samples, plots) and validates, and every rank resumes from what rank 0 wrote.
+
+Not a flow itself: the stage flow (flows/train.py) and the torchrun workers both run it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig, TrainConfig
 from flows.curriculum import DEFAULT_VERIFIERS, Curriculum, Stage
 from flows.curriculum.evaluation import benchmark_sets, eval_sets, overfitting, validate
+from flows.curriculum.launch import launch
 from flows.curriculum.layout import StagePaths, stage_paths
 from flows.curriculum.mixture import difficulties, dynamic_mixture, load_data, stage_items
 from flows.curriculum.plan import active_curriculum, plan, start_checkpoint
@@ -44,7 +47,16 @@ from flows.curriculum.rewards import domain_reward_fn
 from flows.curriculum.settings import length_bias_settings, rl_config, stage_train_config
 from flows.curriculum.step_log import SampleLog, tensorboard_writer, write_scalars
 from flows.errors import ConfigError, InputError
+from flows.genrm.labels import rule_success
 from flows.store import DatasetStore
+from m1model import Engine
+from m1model.policy import CheckpointError, load_policy, save_policy
+from m1model.rl import distributed
+from m1model.rl.distributed import replica_engine
+from m1model.rl.length_bias import LengthBias, LengthSeeking
+from m1model.rl.rollout import PromptPool
+from m1model.rl.trainer import RLTrainer
+from m1model.vllm_backend import VLLMEngine
 
 Metrics = dict[str, float]
 StepCallback = Callable[[str, Metrics], None]  # (phase: "sft" | stage name, metrics)
@@ -97,14 +109,11 @@ def run_stage(
 ) -> StageResult:
     """Train one stage: resume from its own newest checkpoint when nothing it depends on changed (and
     not ``restart``), else start over from its start checkpoint; write its final model and report."""
+    # heavy: scipy
     from flows.genrm.serve import judge_for
-    from m1model.policy import CheckpointError, load_policy, save_policy
-    from m1model.rl import distributed
 
     ctx = distributed.current()
     if config.train.nproc > 1 and not ctx.enabled:  # this process launches the ranks and waits
-        from flows.curriculum.launch import launch
-
         result = launch("stage", config, stage=stage_name, restart=restart, on_step=on_step, logger=logger)
         return StageResult(**result)
     notes: list[str] = []
@@ -239,11 +248,6 @@ class StageRun:
         return self.validate() if every and int(metrics["step"]) % every == 0 else {}
 
     def trainer(self, items_df, weights):
-        from flows.genrm.labels import rule_success
-        from m1model.rl.length_bias import LengthBias
-        from m1model.rl.rollout import PromptPool
-        from m1model.rl.trainer import RLTrainer
-
         rows = items_df.to_dicts()
         reward_fn = self.reward_fn({r["domain"] for r in rows})
         hooks: list = [dynamic_mixture(self.stage, rows, difficulties(items_df))]
@@ -286,8 +290,6 @@ class StageRun:
     def train(self, trainer, on_step: StepCallback | None) -> list[Metrics]:
         """The stage's RL steps (to its budget, or until the length-bias alarm stops it), then a
         checkpoint of the last step."""
-        from m1model.rl.length_bias import LengthSeeking
-
         main = self.ctx.is_main
         writer = (
             tensorboard_writer(tb_dir(self.config, self.stage.name)) if self.tc.tensorboard and main else None
@@ -328,12 +330,7 @@ def rollout_engine(tc: TrainConfig, model, start: Path, ctx, max_model_len: int)
     """What samples the rollouts: the bundled engine on the training model itself; under FSDP on a
     whole replica the trainer refreshes after each update; or vLLM (``train.rollout = "vllm"``) started
     from the stage's start checkpoint, into which the trainer pushes each update."""
-    from m1model import Engine
-    from m1model.rl.distributed import replica_engine
-
     if tc.rollout == "vllm":
-        from m1model.vllm_backend import VLLMEngine
-
         try:
             return VLLMEngine(
                 start,

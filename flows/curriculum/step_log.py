@@ -1,5 +1,8 @@
 """What a stage leaves to read besides its curves: sampled responses with their rewards per step (a
-JSONL file and a Prefect table), and optionally the step metrics as TensorBoard events."""
+JSONL file and a Prefect table), and optionally the step metrics as TensorBoard events.
+
+Not a flow: what the stage flow writes beside its checkpoints.
+"""
 
 from __future__ import annotations
 
@@ -61,6 +64,7 @@ class SampleLog:
 def tensorboard_writer(folder: Path):
     """A SummaryWriter, or a clear error when the optional `tensorboard` package is missing."""
     try:
+        # heavy: torch
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:
         raise ConfigError(

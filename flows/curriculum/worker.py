@@ -4,6 +4,8 @@
 started it; torchrun starts ``python -m flows.curriculum.worker worker JOB ...`` once per rank, and each
 runs the same `run_stage` or `build_base` as one process does, inside the process group. Rank 0 writes
 the events the caller relays and the result it returns.
+
+Not a flow: the other end of flows/curriculum/launch.py, started by the training flows.
 """
 
 from __future__ import annotations
@@ -18,18 +20,20 @@ from pathlib import Path
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
 from flows.curriculum.launch import EventHandler, Events
+from flows.curriculum.mixture import load_data
 from flows.errors import M1Error
 from flows.model_settings import use_threads
+from flows.store import DatasetStore
+from m1model.allocator import keep_freed_memory
 
 
 def _worker(args: argparse.Namespace) -> None:
     # here, not at the top: the agent (this module's other role) only runs torchrun, and a worker sets
     # malloc up (main) before the training libraries load
+    # heavy: torch, transformers, math_verify
     from flows.curriculum.base import build_base
-    from flows.curriculum.mixture import load_data
     from flows.curriculum.plan import active_curriculum, base_refs
     from flows.curriculum.stage import run_stage
-    from flows.store import DatasetStore
     from m1model.rl import distributed
 
     distributed.die_with_parent()
@@ -65,11 +69,10 @@ def _worker(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from m1model.allocator import keep_freed_memory
-
     keep_freed_memory()  # each rank as the single-process `m1` (flows/cli.py)
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "agent":  # torchrun itself, bound to the life of the process that started it
+        # heavy: torch
         from torch.distributed.run import main as torchrun
 
         from m1model.rl.distributed import die_with_parent

@@ -15,10 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import torch
+
 from flows.experiments.arms import ARMS, FULL, QUICK, Arm, Size
 from flows.experiments.data import load_items
 from flows.experiments.runs import RunResult, evaluate, reward_fn, run_all, warm_start
 from flows.experiments.summary import write_outputs
+from flows.store import m1_home
+from m1model.policy import load_policy
 
 
 @dataclass
@@ -56,11 +60,6 @@ def run_experiment(
 ) -> str:
     """Run every arm for every seed from one shared warm start; write the outputs; return the markdown
     summary (with the plot embedded) for an artifact."""
-    import torch
-
-    from flows.store import m1_home
-    from m1model.policy import load_policy
-
     progress = progress or Progress()
     t0 = time.perf_counter()
     progress.phase("preparing the math and logic items")

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from flows.curriculum.mixture import difficulties, heldout_mask
+from flows.data.synthetic_math import generate_for
 from flows.datasets import CURATED, SYNLOGIC, dataset_name
 from flows.schema import validate_items
 from flows.store import DatasetStore
@@ -46,10 +47,10 @@ class Items:
 
 def generated_math(n_problems: int, seed: int) -> pl.DataFrame:
     """Synthetic math problems, curated by the pipeline's steps (the planted defects are removed)."""
+    # heavy: prefect, httpx, numpy
     from flows.config import DataConfig
     from flows.curate import decontaminate, exact_dedup, extract_answers, minhash_dedup
     from flows.curate.flow import benchmarks
-    from flows.data.synthetic_math import generate_for
 
     cfg = DataConfig(n_problems=n_problems, seed=seed)
     df, _ = validate_items(generate_for(cfg), where="synthetic-math")
@@ -65,6 +66,7 @@ def generated_math(n_problems: int, seed: int) -> pl.DataFrame:
 
 def generated_logic(per_task: int, seed: int, tasks: tuple[str, ...] = LOGIC_TASKS) -> pl.DataFrame:
     """`per_task` puzzles of each task at its easiest level, as canonical items."""
+    # heavy: networkx, numpy (verifiers.logic loads every task)
     from verifiers.logic import get_task
 
     rows = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 
 
 @flow(name="experiment-algorithms", log_prints=True)
@@ -23,8 +24,7 @@ def algorithms_flow(
 ) -> str:
     """SFT continued, RFT, GRPO, DAPO, CISPO (+ section 5 options) from one warm start, on held-out
     accuracy: writes OUTPUT/{steps.csv,summary.json,summary.md,heldout.png,reward.png}."""
-    from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
-
+    # heavy: torch, transformers, math_verify
     from flows.experiments.algorithms import Progress, run_experiment, size_for
     from flows.experiments.arms import select
 

@@ -46,6 +46,7 @@ def _figure(n_panels: int):
     import matplotlib  # heavy, and only plots need it; the Agg backend must be chosen before pyplot loads
 
     matplotlib.use("Agg")
+    # heavy: matplotlib
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, n_panels, figsize=(6.5 * n_panels, 4.2), sharey=True, squeeze=False)

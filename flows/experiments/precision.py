@@ -39,6 +39,7 @@ class Setting:
 
 def random_model(s: Setting, seed: int = 0):
     """The pipeline's hybrid layout (3 lightning + 1 softmax layer per 4), MoE, LM head scaled to `logit_std`."""
+    # heavy: torch, transformers
     import torch
 
     from m1model.policy import build_model
@@ -67,6 +68,7 @@ def random_model(s: Setting, seed: int = 0):
 
 
 def random_prompts(vocab: int, n: int, length: int = 12, seed: int = 1) -> list[list[int]]:
+    # heavy: torch
     import torch
 
     g = torch.Generator().manual_seed(seed)
@@ -111,9 +113,11 @@ def markdown(results: list[tuple[str, object]], tolerance: float, tokens_note: s
 
 def scatter(result, path: Path, title: str) -> Path:
     """Training-path probability against rollout-path probability per token, one panel per head."""
+    # heavy: matplotlib
     import matplotlib
 
     matplotlib.use("Agg")
+    # heavy: matplotlib
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.4), sharex=True, sharey=True)

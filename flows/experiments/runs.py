@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from flows.config import ModelConfig, TrainConfig
 from flows.curriculum.base import base_tokenizer
 from flows.curriculum.evaluation import pass_rate
@@ -31,8 +33,13 @@ from flows.curriculum.prompts import encode_prompt, sft_examples
 from flows.curriculum.settings import rl_config
 from flows.experiments.arms import Arm, Size
 from flows.model_settings import fresh_model, sft_config
+from m1model import Engine
 from m1model.allocator import keep_freed_memory
+from m1model.policy import load_policy, save_policy
 from m1model.rl.evaluation import PassRate
+from m1model.rl.rollout import PromptPool
+from m1model.rl.sft import sft_warm_start
+from m1model.rl.trainer import RLTrainer
 from verifiers.scoring import DEFAULT_VERIFIERS, make_reward_fn, resolve_verifiers
 
 Row = Mapping[str, Any]
@@ -75,11 +82,6 @@ def warm_start(items: Sequence[Row], size: Size, cache: Path) -> tuple[Path, boo
     """The shared SFT model (tokenizer + weights) for these items; trained once, then read from `cache`.
 
     Returns (folder, whether it was trained now)."""
-    import torch
-
-    from m1model.policy import save_policy
-    from m1model.rl.sft import sft_warm_start
-
     folder = cache / f"warm-start-{warm_start_key(items, size)}"
     if (folder / "config.json").is_file():
         return folder, False
@@ -107,8 +109,6 @@ def _eval_steps(size: Size) -> set[int]:
 
 def _sft_run(model, tokenizer, arm: Arm, seed: int, size: Size, train, heldout, score, curve) -> list:
     """SFT continued on the gold answers: the RL arms' optimiser steps, in their order of steps."""
-    from m1model.rl.sft import sft_warm_start
-
     tc = arm.config(size.base(), seed)
     per_step = tc.updates_per_batch
     cfg = replace(sft_config(tc, tokenizer), steps=size.optimizer_steps, seed=seed + 1)
@@ -129,10 +129,6 @@ def _sft_run(model, tokenizer, arm: Arm, seed: int, size: Size, train, heldout, 
 
 
 def _rl_run(model, tokenizer, arm: Arm, seed: int, size: Size, train, heldout, score, curve) -> list:
-    from m1model import Engine
-    from m1model.rl.rollout import PromptPool
-    from m1model.rl.trainer import RLTrainer
-
     tc = arm.config(size.base(), seed)
     checkpoints = _eval_steps(size)
 
@@ -170,10 +166,6 @@ def run_arm(
     warm: PassRate,
 ) -> RunResult:
     """One run of `arm` from the shared warm start (runs in a worker process)."""
-    import torch
-
-    from m1model.policy import load_policy
-
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     model, tokenizer = load_policy(folder)
