@@ -5,29 +5,31 @@ from __future__ import annotations
 
 from typing import Any
 
+import polars as pl
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
 from flows.artifacts import artifact_key
 from flows.config import PipelineConfig
 from flows.curriculum import DEFAULT_VERIFIERS
+from flows.curriculum.evaluation import benchmark_sets, eval_sets, evaluate_sets, pooled, rates
+from flows.curriculum.mixture import load_data
+from flows.curriculum.plan import active_curriculum
+from flows.curriculum.prompts import encode_prompt, stop_ids
 from flows.curriculum.rewards import domain_reward_fn, verifier_options
 from flows.datasets import SWE, dataset_name, produced
 from flows.errors import InputError
+from flows.genrm.serve import judge_for
 from flows.model_settings import use_threads
+from flows.store import DatasetStore
+from m1model.policy import CheckpointError, load_policy
+from m1model.rl.evaluation import greedy_completions
 from verifiers.base import default_registry, verify_safely
 
 
 @flow(name="m1-evaluate", flow_run_name="{config.name}-eval-{label}", log_prints=True)
 def evaluate(config: PipelineConfig, checkpoint: str, label: str = "model") -> dict[str, Any]:
     """Pass rate per held-out set (``val/<domain>``, ``val/benchmark:<name>``) and over all (``val/all``)."""
-    # heavy: torch, transformers, math_verify
-    from flows.curriculum.evaluation import benchmark_sets, eval_sets, evaluate_sets, pooled, rates
-    from flows.curriculum.mixture import load_data
-    from flows.curriculum.plan import active_curriculum
-    from flows.genrm.serve import judge_for
-    from flows.store import DatasetStore
-    from m1model.policy import CheckpointError, load_policy
 
     use_threads(config.train)
     curriculum, _ = active_curriculum(config)
@@ -75,12 +77,6 @@ def _interval(r) -> str:
 def swe_rollouts(config: PipelineConfig, model, tokenizer) -> list[dict[str, Any]]:
     """A few SWE repair tasks answered by the policy (greedy) and scored by the repair reward in their
     containers, each beside its gold patch scored the same way (the control: it must score 1)."""
-    # heavy: torch, transformers, math_verify
-    import polars as pl
-
-    from flows.curriculum.prompts import encode_prompt, stop_ids
-    from flows.store import DatasetStore
-    from m1model.rl.evaluation import greedy_completions
 
     store, name = DatasetStore(config.home), dataset_name(config.name, SWE)
     if not config.swe.eval_rollouts or store.latest(name) is None:

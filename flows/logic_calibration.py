@@ -38,6 +38,7 @@ from flows.errors import InputError
 from flows.policy import Sampler, make_sampler
 from flows.progress import prefect_progress
 from flows.store import DatasetStore, m1_home
+from verifiers.logic import TASKS, get_task
 
 
 class CalibrationParams(BaseModel):
@@ -170,9 +171,6 @@ def calibrate(
     sampler: Sampler, params: CalibrationParams, progress: Callable[[int, int], None] | None = None
 ):
     """Generate, sample, verify: returns (rows, bands). Pure apart from calling the sampler."""
-    # heavy: networkx, numpy (verifiers.logic loads every task)
-    from verifiers.logic import TASKS, get_task
-
     names = params.tasks or sorted(TASKS)
     rewards: dict[tuple[str, int], list[list[float]]] = {}
     for done, name in enumerate(names):

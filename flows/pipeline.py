@@ -23,13 +23,16 @@ from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
 from flows.curate.flow import curate_flow, pass_rate_flow
 from flows.curate.flow import preflight as curate_preflight
+from flows.curriculum.plan import active_curriculum
 from flows.datasets import CODE, CURATED, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
 from flows.evaluate import evaluate
+from flows.genrm.serve import run_judge
 from flows.prerequisites import check as check_machine
 from flows.prerequisites import needed
 from flows.report import RunReport, change_sentence
 from flows.runner import shared_cluster
 from flows.store import DatasetStore
+from flows.train import train_curriculum, warm_start
 from m1model.rl.evaluation import PassRate
 
 PLANTED_BY_STEP = {
@@ -43,8 +46,6 @@ PLANTED_BY_STEP = {
 def preflight(config: PipelineConfig) -> None:
     """Check the machine and read every input once, so that a missing tool, a bad file or a bad setting
     fails fast, with one clear line, before anything is written."""
-    # heavy: math_verify
-    from flows.curriculum.plan import active_curriculum
 
     # sources, mappings, benchmarks and the SFT set; the pass-rate policy defaults to the run's SFT model
     curate_preflight(config, pass_rate=False)
@@ -83,9 +84,6 @@ def cache_note(tasks: list) -> str:
 @flow(name="m1-pipeline", flow_run_name="{config.name}", log_prints=True)
 def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
     """Run the whole DAG on one machine; returns the run report as a dict."""
-    # heavy: math_verify, scipy
-    from flows.genrm.serve import run_judge
-    from flows.train import train_curriculum, warm_start
 
     logger = get_run_logger()
     store = DatasetStore(config.home)

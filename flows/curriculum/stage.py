@@ -48,6 +48,7 @@ from flows.curriculum.settings import length_bias_settings, rl_config, stage_tra
 from flows.curriculum.step_log import SampleLog, tensorboard_writer, write_scalars
 from flows.errors import ConfigError, InputError
 from flows.genrm.labels import rule_success
+from flows.genrm.serve import judge_for
 from flows.store import DatasetStore
 from m1model import Engine
 from m1model.policy import CheckpointError, load_policy, save_policy
@@ -109,8 +110,6 @@ def run_stage(
 ) -> StageResult:
     """Train one stage: resume from its own newest checkpoint when nothing it depends on changed (and
     not ``restart``), else start over from its start checkpoint; write its final model and report."""
-    # heavy: scipy
-    from flows.genrm.serve import judge_for
 
     ctx = distributed.current()
     if config.train.nproc > 1 and not ctx.enabled:  # this process launches the ranks and waits

@@ -18,6 +18,8 @@ from typing import Any
 
 import polars as pl
 
+from flows.config import DataConfig
+from flows.curate import decontaminate, exact_dedup, extract_answers, minhash_dedup
 from flows.curriculum.mixture import difficulties, heldout_mask
 from flows.data.synthetic_math import generate_for
 from flows.datasets import CURATED, SYNLOGIC, dataset_name
@@ -47,9 +49,7 @@ class Items:
 
 def generated_math(n_problems: int, seed: int) -> pl.DataFrame:
     """Synthetic math problems, curated by the pipeline's steps (the planted defects are removed)."""
-    # heavy: prefect, httpx, numpy
-    from flows.config import DataConfig
-    from flows.curate import decontaminate, exact_dedup, extract_answers, minhash_dedup
+    # heavy: prefect
     from flows.curate.flow import benchmarks
 
     cfg = DataConfig(n_problems=n_problems, seed=seed)

@@ -8,6 +8,9 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 
+from flows.experiments.algorithms import Progress, run_experiment, size_for
+from flows.experiments.arms import select
+
 
 @flow(name="experiment-algorithms", log_prints=True)
 def algorithms_flow(
@@ -24,9 +27,6 @@ def algorithms_flow(
 ) -> str:
     """SFT continued, RFT, GRPO, DAPO, CISPO (+ section 5 options) from one warm start, on held-out
     accuracy: writes OUTPUT/{steps.csv,summary.json,summary.md,heldout.png,reward.png}."""
-    # heavy: torch, transformers, math_verify
-    from flows.experiments.algorithms import Progress, run_experiment, size_for
-    from flows.experiments.arms import select
 
     logger = get_run_logger()
     artifact = create_progress_artifact(0.0, description="algorithms experiment: RL runs done")

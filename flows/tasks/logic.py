@@ -27,6 +27,7 @@ from pathlib import Path
 import polars as pl
 from prefect import flow
 
+import verifiers.logic
 from flows.config import LogicTasksConfig, PipelineConfig
 from flows.curate.result import StepResult
 from flows.curate.step_tasks import mapped, once, over
@@ -38,6 +39,8 @@ from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore, StepCount
 from flows.tasks.publish import Steps, publish, source_hash, write
 from flows.tasks.steps import Schema, answer_check, chunks, deduplicate
+from verifiers.logic import TASKS, get_task
+from verifiers.logic.verifier import LogicVerifier
 
 AGAINST = (CURATED, CODE)  # the run's datasets the logic items must not duplicate
 STEPS = 4 + len(AGAINST)
@@ -71,8 +74,6 @@ def stored_bands(home: Path, cfg: LogicTasksConfig):
 def plan(cfg: LogicTasksConfig, home: Path) -> Plan:
     """Tasks, bands and instance seeds; raises a one-line error for unknown tasks or when no task has
     a band. Pure apart from reading the stored calibration."""
-    # heavy: networkx (verifiers.logic loads every task)
-    from verifiers.logic import TASKS, get_task
 
     names = list(dict.fromkeys(cfg.tasks)) if cfg.tasks is not None else sorted(TASKS)
     if not names:
@@ -121,9 +122,6 @@ def plan(cfg: LogicTasksConfig, home: Path) -> Plan:
 
 
 def _item(spec: Spec) -> dict:
-
-    # heavy: networkx (verifiers.logic loads every task)
-    from verifiers.logic import get_task
 
     item = get_task(spec.task).generate(spec.difficulty, spec.seed).to_item(spec.index)
     meta = json.loads(item["metadata"])
@@ -175,8 +173,6 @@ class GoldCheck:
     retry = False
 
     def run(self, rows: pl.DataFrame) -> StepResult:
-        # heavy: networkx (verifiers.logic loads every task)
-        from verifiers.logic.verifier import LogicVerifier
 
         summary = "the gold answer scores 1 with the logic verifier"
         return answer_check(rows, LogicVerifier(), "gold-check", summary)
@@ -197,8 +193,6 @@ def logic_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B00
 
 @flow(name="m1-logic-tasks-steps", flow_run_name="{config.name}-logic-tasks-steps", log_prints=True)
 def logic_steps(config: PipelineConfig) -> dict:
-    # heavy: networkx (verifiers.logic loads every task)
-    import verifiers.logic
 
     store = DatasetStore(config.home)
     p = plan(config.logic, store.root)
