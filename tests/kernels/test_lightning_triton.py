@@ -88,25 +88,76 @@ def test_triton_compiled_on_cuda_matches_naive():
     assert (s.cpu() - s_ref).norm() / s_ref.norm() < 1e-2
 
 
-@pytest.mark.parametrize("name", ["fwd", "bwd_dq", "bwd_dkv"])
-def test_triton_kernels_compile_for_hopper_without_a_gpu(name, tmp_path, monkeypatch):
-    """The interpreter runs any Python; this compiles each kernel to a cubin for sm_90 ahead of time,
-    so type, shape and tl.dot constraints of the compiled path are checked on a CPU-only machine.
-    Small tiles keep it quick (ptxas is slow on the real 64-wide ones); the code path is the same."""
+class _SharedMemory(Exception):
+    """Raised in place of the PTX stage: the bytes of shared memory the lowered kernel needs."""
+
+
+def compile_for_hopper(name: str, Dk: int, Dv: int, C: int, num_stages: int, *, shared_only: bool = False):
+    """Compile one kernel for sm_90 ahead of time (no GPU needed). shared_only: stop after lowering to
+    LLVM IR, where Triton has laid out shared memory, and return the bytes a block needs (ptxas, the
+    slow part at 64-wide chunks, is not run)."""
     import triton
+    from triton import knobs
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     from kernels.lightning.triton_kernels import _blocks, _kernel
 
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")  # today's default, stated to silence 3.9's notice
     kernel = _kernel(name, interpret=False)
-    BK, BV, _ = _blocks(12, 12)
-    constexprs = {"H": 2, "DK": 12, "DV": 12, "C": 16, "BK": BK, "BV": BV, "PRECISION": "ieee"}
+    BK, BV, _ = _blocks(Dk, Dv)
+    constexprs = {"H": 2, "DK": Dk, "DV": Dv, "C": C, "BK": BK, "BV": BV, "PRECISION": "ieee"}
     signature = {
         arg: "*fp32" if arg.endswith("_ptr") else "constexpr" if arg in constexprs else "i32"
         for arg in kernel.arg_names
     }
-    compiled = triton.compile(ASTSource(kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32))
-    assert compiled.asm["cubin"]
+
+    def stop_before_ptx(*args):
+        if not args:  # asked for a cache key: these builds are not the normal ones
+            return "shared-only", "1"
+        stages = args[1]
+
+        def stop(src, metadata):
+            raise _SharedMemory(metadata["shared"])
+
+        stages["ptx"] = stop
+
+    hook = knobs.runtime.add_stages_inspection_hook
+    knobs.runtime.add_stages_inspection_hook = stop_before_ptx if shared_only else hook
+    try:
+        return triton.compile(
+            ASTSource(kernel, signature, constexprs),
+            target=GPUTarget("cuda", 90, 32),
+            options={"num_stages": num_stages},
+        )
+    except _SharedMemory as shared:
+        return shared.args[0]
+    finally:
+        knobs.runtime.add_stages_inspection_hook = hook
+
+
+@pytest.fixture
+def triton_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")  # today's default, stated to silence 3.9's notice
+
+
+@pytest.mark.parametrize("name", ["fwd", "bwd_dq", "bwd_dkv"])
+def test_triton_kernels_compile_for_hopper_without_a_gpu(name, triton_cache):
+    """The interpreter runs any Python; this compiles each kernel to a cubin for sm_90 ahead of time,
+    so type, shape and tl.dot constraints of the compiled path are checked on a CPU-only machine.
+    Small tiles keep it quick (ptxas is slow on the real 64-wide ones); the code path is the same."""
+    assert compile_for_hopper(name, 12, 12, C=16, num_stages=3).asm["cubin"]
+
+
+@pytest.mark.slow
+def test_kernels_at_minimax_head_dim_fit_a_hopper_blocks_shared_memory(triton_cache):
+    """MiniMax's heads are 128 wide. With Triton's default 3 pipelining stages the dk/dv backward needs
+    278528 bytes of shared memory, more than an H200 block has: it failed there with OutOfResources
+    (and this compile gives the same figure on a CPU-only machine). The launches take fewer stages
+    where 3 do not fit."""
+    from kernels.lightning.triton_kernels import CHUNK, SHARED_MEMORY, _blocks, _stages
+
+    BK, BV, _ = _blocks(128, 128)
+    assert compile_for_hopper("bwd_dkv", 128, 128, CHUNK, 3, shared_only=True) > SHARED_MEMORY
+    for name in ("fwd", "bwd_dq", "bwd_dkv"):
+        assert compile_for_hopper(name, 128, 128, CHUNK, _stages(BK, BV), shared_only=True) <= SHARED_MEMORY
