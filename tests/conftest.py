@@ -29,6 +29,20 @@ def m1_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True)
+def cli_environment_stays_in_its_test():
+    """`flows.cli.main` points PREFECT_HOME at M1_HOME and sets COLUMNS in os.environ, as an `m1` process
+    must; run in-process by a test, it would hand the test's (then deleted) folder to every later test's
+    subprocesses, whose Prefect then warns on stderr."""
+    saved = {name: os.environ.get(name) for name in ("PREFECT_HOME", "COLUMNS")}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def _sandbox_or_skip(kind: str, missing: str):
     from sandboxes import SandboxUnavailable, get_sandbox
 
