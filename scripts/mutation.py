@@ -146,7 +146,8 @@ PACKAGES = [
         ["tests/swe"],
         "SWE grading and bug mutation (verifiers/swe) are in the verifiers package; flow.py's Prefect flow and"
         " tasks are decorated functions; synthesis and validation against real repositories run in the docker"
-        " tests, their outcome handling in tests/swe/test_outcomes.py on recorded test logs",
+        " tests, their outcome handling in tests/swe/test_outcomes.py on recorded test logs, repository building"
+        " and bug synthesis on a tiny sdist in tests/swe/test_repos_and_synthesis.py",
     ),
     Package(
         "tasks",
