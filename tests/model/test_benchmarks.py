@@ -99,3 +99,15 @@ def test_gemm_floor_records_the_forward_and_backward_products_of_a_step():
     assert shapes == {(10, 16, 24): 1, (10, 24, 16): 1, (24, 10, 16): 1}
     floor = gemm_floor(shapes + shapes, tries=1)
     assert floor.calls == 6 and floor.flops == 6 * 2 * 10 * 16 * 24 and floor.seconds > 0
+
+
+def test_sft_bench_compares_micro_batches_with_the_whole_batch():
+    args = ["bench", "sft", "--problems", "24", "--logic-per-task", "1", "--steps", "1", "--repeats", "1"]
+    out = CliRunner().invoke(app, [*args, "--overheads", "0,256"])
+    assert out.exit_code == 0, out.output
+    for side in ("whole batch", "overhead 0", "overhead 256"):
+        assert side in out.output
+    drift = float(out.output.split("over the steps: ")[1].split()[0])
+    assert drift < 1e-4  # the same step, however the batch is cut
+    bad = CliRunner().invoke(app, [*args, "--overheads", "a,b"])
+    assert isinstance(bad.exception, InputError) and "expected comma-separated integers" in str(bad.exception)

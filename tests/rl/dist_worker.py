@@ -56,11 +56,14 @@ def rl_case(ctx, algorithm: str, strategy: str) -> dict:
 
 def sft_case(ctx) -> dict:
     examples = [([1, 5 + i % 4, 6], [9 + i % 3, 10, 2][: 1 + i % 3]) for i in range(10)]
-    cfg = SFTConfig(steps=3, lr=1e-2, batch_size=6, seed=1)
+    # The single process pads each batch whole; the ranks cut theirs into micro-batches of like length
+    # (overhead 0), so they run different numbers of them and the rank with fewer runs dummy backwards.
+    whole = SFTConfig(steps=3, lr=1e-2, batch_size=6, seed=1, micro_batch_overhead_tokens=10**9)
+    cut = SFTConfig(steps=3, lr=1e-2, batch_size=6, seed=1, micro_batch_overhead_tokens=0)
     policy = model()
     ranked_model = copy.deepcopy(policy)
-    single = sft_warm_start(policy, examples, cfg)
-    ranked = sft_warm_start(ranked_model, examples, cfg, parallel=distributed.DataParallel(ranked_model, ctx))
+    single = sft_warm_start(policy, examples, whole)
+    ranked = sft_warm_start(ranked_model, examples, cut, parallel=distributed.DataParallel(ranked_model, ctx))
     return {"single": policy.state_dict(), "ranked": ranked_model.state_dict(), "metrics": (single, ranked)}
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from m1model.rl.rollout import PromptPool
-from m1model.rl.sft import SFTConfig, answer_nll, sft_batch, sft_warm_start
+from m1model.rl.sft import SFTConfig, answer_nll, length_micro_batches, sft_batch, sft_warm_start
 
 EXAMPLES = [([1, 5, 6], [9, 10, 2]), ([1, 7], [11, 2])]
 
@@ -55,6 +55,50 @@ def test_sft_learns_the_answers(tiny_model):
     history = sft_warm_start(tiny_model, EXAMPLES, SFTConfig(steps=25, lr=1e-2, batch_size=2))
     assert all(h["finite"] == 1.0 for h in history)
     assert history[-1]["loss"] < 0.3 * history[0]["loss"]
+
+
+def padded_cost(lengths, groups, overhead):
+    return sum(len(g) * max(lengths[i] for i in g) + overhead for g in groups)
+
+
+def test_length_micro_batches_cover_the_batch_and_pad_least():
+    lengths = [75, 280, 60, 90, 70, 300, 64, 81]
+    for overhead in (0, 50, 200, 10**6):
+        groups = length_micro_batches(lengths, overhead)
+        assert sorted(i for g in groups for i in g) == list(range(len(lengths)))  # each row once
+        # each micro-batch is a run of the length-sorted order
+        order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+        assert [i for g in groups for i in g] == order
+        # the cheapest of every way to cut the sorted order (2^(n-1) of them, all tried)
+        n = len(order)
+        cheapest = min(
+            padded_cost(lengths, [order[a:b] for a, b in zip([0, *cuts], [*cuts, n], strict=True)], overhead)
+            for mask in range(2 ** (n - 1))
+            for cuts in [[k + 1 for k in range(n - 1) if mask >> k & 1]]
+        )
+        assert padded_cost(lengths, groups, overhead) == cheapest
+    assert length_micro_batches(lengths, 10**6) == [order]  # a huge overhead: one pass
+    assert length_micro_batches(lengths, 100) == [[2, 6, 4, 0, 7, 3], [1, 5]]  # the two long rows apart
+    assert length_micro_batches([5], 0) == [[0]] and length_micro_batches([], 0) == []
+
+
+def test_micro_batches_give_the_whole_batchs_step(new_tiny_model):
+    """Cut into micro-batches of like length, a step's gradient is the whole batch's, to float rounding.
+
+    Top-2 routing: with top-1 the renormalised gate weight is 1 and the gate's gradient is rounding
+    noise, which AdamW scales up to full-size steps whichever way the batch is cut."""
+    examples = [([1, 5, 6, 7, 8, 9, 5, 6], [9, 10, 2]), ([1, 7], [11, 2]), ([1, 6], [12]), ([1] * 12, [9, 2])]
+    finals = []
+    for overhead in (10**9, 0):
+        model = new_tiny_model(num_experts_per_tok=2)
+        cfg = SFTConfig(steps=3, lr=1e-2, batch_size=4, seed=3, micro_batch_overhead_tokens=overhead)
+        history = sft_warm_start(model, examples, cfg)
+        finals.append((history, model.state_dict()))
+    (whole, whole_w), (cut, cut_w) = finals
+    assert [m["loss"] for m in cut] == pytest.approx([m["loss"] for m in whole], rel=1e-5)
+    assert [m["grad_norm"] for m in cut] == pytest.approx([m["grad_norm"] for m in whole], rel=1e-4)
+    for k in whole_w:
+        torch.testing.assert_close(cut_w[k], whole_w[k], rtol=1e-4, atol=1e-6)
 
 
 def test_sft_rejects_empty_answers(tiny_model):
