@@ -19,6 +19,10 @@ The table and the survivors not judged equivalent go to scripts/MUTATION_RESULTS
 --sample N runs a seeded uniform sample of N of the mutants not checked yet instead of all of them (the
 logic tasks have 12K mutants, hours on 2 cores): the sample is kept in mutants/<package>/sample.txt and
 the report states its own kill rate, an unbiased estimate for the package's unchecked mutants.
+
+Why one file over 400 lines: over a third of it is data (each package's source paths, test selection and
+note, in PACKAGES), and the rest is one command-line tool a developer runs by path; split, its parts
+would only ever be imported by each other.
 """
 
 from __future__ import annotations
