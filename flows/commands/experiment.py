@@ -29,7 +29,7 @@ def algorithms(
         typer.Option("--run", help="Read {run}-curated and {run}-synlogic from the store if both exist."),
     ] = None,
     seeds: Annotated[int | None, typer.Option(min=1, help="Seeds per arm (default: 3, quick 2).")] = None,
-    steps: Annotated[int | None, typer.Option(min=1, help="RL steps per run (default: 30, quick 2).")] = None,
+    steps: Annotated[int | None, typer.Option(min=1, help="RL steps per run (default: 40, quick 2).")] = None,
     workers: Annotated[int | None, typer.Option(min=1, help="Runs in parallel (default 2).")] = None,
     arms: Annotated[
         str | None,
