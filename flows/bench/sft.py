@@ -5,17 +5,16 @@ The rows are the pipeline's own warm-start data made the way the pipeline makes 
 problems and logic puzzles of every task at its easiest level (flows/experiments/data.py), encoded with
 a tokenizer trained on them, on a fresh model of the default size. Every side trains the same model from
 the same weights on the same sampled batches; the sides differ only in how a batch is cut, so their
-losses agree to float rounding (printed). The sides run in turn, `--repeats` rounds of `--steps` steps
-each after a warm-up, and the median round is reported, so all of them see the same machine load. The padded-token
-column is the work each side asks of the model; the overhead rows show where cutting finer stops paying,
+losses agree to float rounding (printed). The sides run in turn (`interleaved_medians`, as train-step's
+do): one warm-up run each, then `--repeats` rounds of `--steps` steps, the median round reported, so all of
+them see the same machine load. The padded-token column is the work each side asks of the model; the overhead rows show where cutting finer stops paying,
 which is how `SFTConfig.micro_batch_overhead_tokens` was chosen.
 """
 
 from __future__ import annotations
 
 import copy
-import statistics
-import time
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -24,6 +23,7 @@ from rich.table import Table
 
 from flows.bench import app
 from flows.bench.load import LoadMeter, print_start
+from flows.bench.train_step import interleaved_medians
 from flows.errors import InputError
 
 WHOLE = 10**9  # an overhead no batch outweighs: one padded pass, as before
@@ -86,29 +86,27 @@ def bench_sft(
         )
         for name, o in sides.items()
     }
-    for overhead in sides.values():  # warm-up: the first steps of a process pay for allocation and dispatch
-        cfg = sft_config(tc, tokenizer)
-        cfg.steps, cfg.micro_batch_overhead_tokens = 2, overhead
-        sft_warm_start(copy.deepcopy(base), examples, cfg)
+    histories: dict[str, list[dict[str, float]]] = {}
+
+    def run(name: str, overhead: int):
+        cfg = replace(sft_config(tc, tokenizer), steps=steps, micro_batch_overhead_tokens=overhead)
+
+        def step() -> float:  # a fresh copy of the same weights each time: every side trains alike
+            histories[name] = sft_warm_start(copy.deepcopy(base), examples, cfg)
+            return histories[name][-1]["loss"]
+
+        return step
+
     meter = LoadMeter()
-    times: dict[str, list[float]] = {name: [] for name in sides}
-    losses: dict[str, list[float]] = {}
-    for _ in range(repeats):
-        for name, overhead in sides.items():
-            model = copy.deepcopy(base)
-            cfg = sft_config(tc, tokenizer)
-            cfg.steps, cfg.micro_batch_overhead_tokens = steps, overhead
-            with meter.side(name):
-                t0 = time.perf_counter()
-                history = sft_warm_start(model, examples, cfg)
-                times[name].append((time.perf_counter() - t0) / steps)
-            losses[name] = [m["loss"] for m in history]
+    medians = interleaved_medians({name: run(name, o) for name, o in sides.items()}, repeats, meter)
+    times = {name: seconds / steps for name, (seconds, _) in medians.items()}
+    losses = {name: [m["loss"] for m in history] for name, history in histories.items()}
     table = Table(title=f"SFT step, median of {repeats} rounds of {steps} steps")
     for col in ("side", "padded tokens / step", "s / step", "speed-up vs whole", "last loss"):
         table.add_column(col, justify="left" if col == "side" else "right")
-    whole = statistics.median(times["whole batch"])
+    whole = times["whole batch"]
     for name in sides:
-        t = statistics.median(times[name])
+        t = times[name]
         table.add_row(
             name,
             f"{padded[name]:.0f}",
