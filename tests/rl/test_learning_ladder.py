@@ -6,15 +6,15 @@ settings translation (rl_config) and the one trainer.
    reward reaches 0.95 within a stated number of steps (fast).
 2. A learnable task (the bundled math generator's one-digit sums, difficulty 2): the held-out greedy pass
    rate of 200 items training never sees rises, a paired gain whose 95% interval excludes zero, by at
-   least 0.05, within a few CPU minutes (slow). Measured: on a 2-core AMD EPYC 0.380 -> 0.520 in 30 steps,
-   then flat (0.495, 0.525 at 40, 50); on a 2-core Intel Xeon, RL seeds 0-3, +0.07 to +0.105 (mean
-   +0.083; +0.075 to +0.11 before SFT's micro-batches, mean +0.086), each a paired gain. The test once
-   asserted +0.10, which one Intel seed in four reached (before and after); the issue's +0.15 was not reached with the
-   pipeline's settings (flows/experiments/README.md, "Rung 2 as measured").
+   least 0.15, within about a CPU minute of RL (slow). The RL learning rate is this task's, 1e-3: at the
+   pipeline's default 1e-4 (chosen on the mixed math + logic data, where 1e-3 loses the gain) the sums
+   rose +0.07 to +0.14 in 30-80 steps; at 1e-3, 50 steps gain +0.205 to +0.30 over RL seeds 0-4 from this
+   warm start, and +0.09 to +0.31 over warm-start seeds 0-3 (flows/experiments/README.md, "Rung 2 as
+   measured").
 
 Both failed before the fixes the README describes: early truncation after 6 confident tokens cut every
-learnt answer (rung 1 fell from 0.88 to 0 in one step and never recovered), and the RL learning rate was
-five times too high for the bundled model.
+learnt answer (rung 1 fell from 0.88 to 0 in one step and never recovered), and the pipeline's RL learning
+rate then (2e-3) collapsed the answer format of the mixed data within 5 steps.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def test_rung1_overfits_one_prompt():
     assert trainer.history[-1]["repetition_fraction"] == 0.0  # a confident answer is not cut short
 
 
-RUNG2_STEPS = 30
+RUNG2_STEPS = 50
+RUNG2_LR = 1e-3  # this task's learning rate: 10x the pipeline's, measured above
 
 
 def sums(n: int) -> list[dict]:
@@ -110,17 +111,20 @@ def sums(n: int) -> list[dict]:
 @pytest.mark.slow
 def test_rung2_held_out_sums_rise():
     """A short warm start knows the format and some sums (pass@8 far above greedy); RL with the
-    pipeline's settings sharpens it on items it never evaluates on."""
+    pipeline's trainer and settings, at this task's learning rate, sharpens it on items it never
+    evaluates on."""
     torch.set_num_threads(1)
     rows = sums(1500)
     heldout, train = rows[:200], rows[200:]
     model, tokenizer = warm_start(train, steps=100, vocab_size=512)
     score = reward_fn(tokenizer, {"math"})
     before = pass_rate(model, tokenizer, heldout, 16, score)
-    tc = TrainConfig(prompts_per_step=32, group_size=8, updates_per_batch=4, max_new_tokens=16, seed=0)
+    tc = TrainConfig(
+        prompts_per_step=32, group_size=8, updates_per_batch=4, max_new_tokens=16, rl_lr=RUNG2_LR, seed=0
+    )
     pool = PromptPool([encode_prompt(tokenizer, r) for r in train], train)
     trainer = RLTrainer(model, Engine(model), score, pool, rl_config(tc, tokenizer))
     trainer.train(RUNG2_STEPS)
     after = pass_rate(model, tokenizer, heldout, 16, score)
     change = PairedChange.of(before, after)
-    assert change.difference >= 0.05 and change.verdict() == "gain", (str(before), str(after))
+    assert change.difference >= 0.15 and change.verdict() == "gain", (str(before), str(after))
