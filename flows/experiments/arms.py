@@ -146,6 +146,8 @@ class Size:
 # Sized by the ladder in flows/experiments/README.md: enough distinct items that the warm start learns
 # rather than memorises, a warm start past the point where copying a stated number appears (~1000 SFT
 # steps at width 64), the difficulty band the model can reach, and minibatches of 4 groups per update.
+# 64 prompts in the paper's 16 updates per batch: at 16 prompts in 4 updates the held-out curves were
+# still rising at step 40 (CISPO +0.067) and 80 steps gave +0.088; 64 x 16 gives +0.127 in 28.5 min.
 FULL = Size(
     n_math=3000,
     logic_per_task=300,
@@ -159,9 +161,9 @@ FULL = Size(
     train=dict(
         {
             "sft_steps": 1500,
-            "prompts_per_step": 16,
+            "prompts_per_step": 64,
             "group_size": 8,
-            "updates_per_batch": 4,
+            "updates_per_batch": 16,
             "max_new_tokens": 16,
         }
     ),
