@@ -34,7 +34,8 @@ def algorithms(
     arms: Annotated[
         str | None,
         typer.Option(
-            help="Comma-separated arms (default: all): sft, rft, grpo, dapo, cispo, cispo+<option>."
+            help="Comma-separated arms (default: all but the diagnostic cispo+positive-only): sft, rft, "
+            "grpo, dapo, cispo, cispo+<option>."
         ),
     ] = None,
     eval_every: Annotated[

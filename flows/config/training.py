@@ -97,6 +97,11 @@ class TrainConfig(Section):
     normalize_std: bool = Field(
         True, description="divide group-relative advantages by the group's reward std"
     )
+    negative_weight: float = Field(
+        1.0,
+        ge=0,
+        description="scale on negative advantages (1: as published; 0: positive reinforcement only)",
+    )
     overlong_cache: int = Field(
         0, ge=0, description="DAPO soft overlong penalty over the window's last N tokens"
     )

@@ -57,6 +57,7 @@ def rl_config(tc: TrainConfig, tokenizer=None, stage: Stage | None = None):
             eps_is_high=tc.eps_is_high,
             unified_mask=tc.unified_mask,
             sample_level=tc.sample_level,
+            negative_weight=tc.negative_weight,
         ),
         updates_per_batch=tc.updates_per_batch,
         grad_clip=tc.grad_clip,

@@ -23,6 +23,10 @@ harness: the combined sample-level loss with token-level normalisation (``sample
 gradient-clipping threshold, and a lower eps_is_high for the last third of the run ("late in a stage").
 The paper used them together, against pattern collapse in long generation windows; at this size they can
 only show whether they cost learning.
+
+A diagnostic arm runs only when named: ``cispo+positive-only`` scales CISPO's negative advantages by 0
+(``negative_weight``), to measure what pushing wrong answers down does to greedy held-out accuracy, the
+one difference left between CISPO and rejection sampling once their weights are accounted for.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ class Arm:
     method: Literal["sft", "rl"]
     train: Mapping[str, Any] = field(default_factory=dict)  # TrainConfig fields this arm sets
     late: Mapping[str, Any] = field(default_factory=dict)  # ... and from `Size.late_from` of the steps on
-    kind: Literal["baseline", "algorithm", "stability"] = "algorithm"
+    kind: Literal["baseline", "algorithm", "stability", "diagnostic"] = "algorithm"
 
     def config(self, base: TrainConfig, seed: int, *, late: bool = False) -> TrainConfig:
         """The arm's TrainConfig for one seed (validated: a typo in an arm fails, never trains)."""
@@ -69,6 +73,8 @@ class Arm:
             text += f", grad clip {t['grad_clip']:g}"
         if "eps_is_high" in self.late:
             text += f", IS weight <= {1 + self.late['eps_is_high']:g} in the last third"
+        if t.get("negative_weight", 1.0) != 1.0:
+            text += f", negative advantages x {t['negative_weight']:g}"
         return text
 
 
@@ -92,18 +98,23 @@ ARMS: tuple[Arm, ...] = (
     Arm("cispo+grad-clip-0.1", "rl", dict({**CISPO, "grad_clip": 0.1}), kind="stability"),
     Arm("cispo+late-eps-is", "rl", CISPO, late=dict({"eps_is_high": 0.5}), kind="stability"),
 )
-ARM_NAMES = tuple(a.name for a in ARMS)
+# Run only when named (`--arms`): why CISPO trails rejection sampling here. RFT imitates the verified
+# samples alone; this is CISPO with its negative half switched off.
+DIAGNOSTIC_ARMS: tuple[Arm, ...] = (
+    Arm("cispo+positive-only", "rl", dict({**CISPO, "negative_weight": 0.0}), kind="diagnostic"),
+)
+ARM_NAMES = tuple(a.name for a in ARMS + DIAGNOSTIC_ARMS)
 
 
 def select(names: str | None) -> tuple[Arm, ...]:
-    """The arms named in a comma-separated list (all of them for None), in the table's order."""
+    """The arms named in a comma-separated list (the default arms for None), in the table's order."""
     if not names:
         return ARMS
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     unknown = sorted(set(wanted) - set(ARM_NAMES))
     if unknown:
         raise ValueError(f"unknown arms {', '.join(unknown)} (known: {', '.join(ARM_NAMES)})")
-    return tuple(a for a in ARMS if a.name in wanted)
+    return tuple(a for a in ARMS + DIAGNOSTIC_ARMS if a.name in wanted)
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ def _panels(arms: Sequence[Arm]) -> list[tuple[str, list[Arm]]]:
     panels = [
         ("baselines and algorithms", [a for a in arms if a.kind in ("baseline", "algorithm")]),
         (
-            "section 5 stability options (on CISPO)",
-            [a for a in arms if a.name == "cispo" or a.kind == "stability"],
+            "section 5 stability options and diagnostics (on CISPO)",
+            [a for a in arms if a.name == "cispo" or a.kind in ("stability", "diagnostic")],
         ),
     ]
     return [(t, a) for t, a in panels if a]

@@ -58,10 +58,15 @@ class LossConfig:
     unified_mask: bool = False  # CISPO with the token mask M of Eq. 7
     kl_coef: float = 0.0  # GRPO's beta; off by default, as in CISPO and DAPO
     sample_level: float = 0.0  # section 5: weight of the sample-level mean mixed into token-level weights
+    # Scales negative advantages (1: the algorithms as published; 0: positive reinforcement alone), to
+    # measure what pushing wrong answers down costs or buys (flows/experiments/README.md). Not for rft.
+    negative_weight: float = 1.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.sample_level <= 1.0:
             raise ValueError(f"sample_level must be in [0, 1], got {self.sample_level}")
+        if self.negative_weight < 0:
+            raise ValueError(f"negative_weight must be >= 0, got {self.negative_weight}")
 
 
 def trust_region_mask(ratio: Tensor, advantages: Tensor, eps_low: float, eps_high: float) -> Tensor:
@@ -130,6 +135,8 @@ def policy_loss(
     mask = mask.to(torch.float32)
     adv = advantages.to(torch.float32)
     adv = adv[:, None].expand_as(logp) if adv.dim() == 1 else adv
+    if cfg.negative_weight != 1.0:
+        adv = torch.where(adv < 0, adv * cfg.negative_weight, adv)
     log_ratio = logp.float() - old_logp.float().detach()
     ratio = torch.exp(log_ratio)
     region = trust_region_mask(

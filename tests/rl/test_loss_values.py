@@ -1,6 +1,6 @@
 """The surrogate losses at points where their value or gradient is known by hand: advantages other than
 +-1, the lower clip of the PPO-style surrogate, the IS-weight metric outside the trust region, and the
-sample-level mixing of Section 5 as a mean over groups. Plus the loss's input errors, word for word."""
+sample-level mixing of Section 5 as a mean over groups, the scale on negative advantages. Plus the loss's input errors, word for word."""
 
 from __future__ import annotations
 
@@ -68,6 +68,24 @@ def test_every_weighting_is_a_mean_over_groups(name, sample_level):
     assert float(both) == pytest.approx(float(sum(alone)) / 2, rel=1e-5)
 
 
+@pytest.mark.parametrize("name", ["cispo", "dapo", "grpo"])
+@pytest.mark.parametrize("weight", [0.0, 0.25])
+def test_negative_weight_scales_the_negative_responses_gradient_alone(name, weight):
+    """On policy (ratio 1), a response's gradient is its advantage times its token weight: the negative
+    responses' gradients shrink by the weight, the positive ones' are untouched."""
+    logp, old, adv, mask, group_index = groups_of_different_shapes()
+    grads = []
+    for cfg in (LossConfig(), LossConfig(negative_weight=weight)):
+        x = old.clone().requires_grad_(True)
+        policy_loss(name, x, old, adv, mask, cfg, group_index=group_index)[0].backward()
+        grads.append(x.grad)
+    full, scaled = grads
+    negative = adv < 0
+    assert torch.equal(scaled[~negative], full[~negative])
+    assert torch.allclose(scaled[negative], weight * full[negative])
+    assert full[negative].abs().sum() > 0
+
+
 def test_input_errors_are_stated_exactly():
     logp = torch.zeros(1, 2)
     with pytest.raises(ValueError) as unknown:
@@ -76,3 +94,6 @@ def test_input_errors_are_stated_exactly():
     with pytest.raises(ValueError) as no_ref:
         policy_loss("cispo", logp, logp, torch.zeros(1), torch.ones(1, 2), LossConfig(kl_coef=0.1))
     assert str(no_ref.value) == "kl_coef > 0 needs ref_logp (log-probs of the reference policy)"
+    with pytest.raises(ValueError) as negative:
+        LossConfig(negative_weight=-0.5)
+    assert str(negative.value) == "negative_weight must be >= 0, got -0.5"
