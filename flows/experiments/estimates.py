@@ -74,13 +74,20 @@ class ArmSummary:
     curves: list[list[tuple[int, PassRate]]]
 
 
+def target_arm(arms: Sequence[Arm]) -> str:
+    """The arm whose final held-out accuracy 'steps to target' counts to: DAPO (the paper's claim), or the
+    first arm when the run has no DAPO arm."""
+    names = [a.name for a in arms]
+    return names[0] if names and BASELINE not in names else BASELINE
+
+
 def summarise(
     results: Sequence[RunResult], arms: Sequence[Arm], window: int
 ) -> tuple[list[ArmSummary], float]:
     """Per arm, its numbers over seeds; and the target of 'steps to target' (DAPO's final held-out
     accuracy, or the first arm's when there is no DAPO arm)."""
     by_arm = {a.name: [r for r in results if r.arm == a.name] for a in arms}
-    base_runs = by_arm.get(BASELINE) or next(iter(by_arm.values()))
+    base_runs = by_arm[target_arm(arms)]
     target = float(np.mean([r.heldout_after for r in base_runs]))
     out = []
     for arm in arms:

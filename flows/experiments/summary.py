@@ -32,7 +32,7 @@ import numpy as np
 
 from flows.atomic import atomic_path, atomic_write_text
 from flows.experiments.arms import BASELINE, Arm, Size
-from flows.experiments.estimates import ArmSummary, Estimate, summarise, summary_json
+from flows.experiments.estimates import ArmSummary, Estimate, summarise, summary_json, target_arm
 from flows.experiments.plots import plot_heldout, plot_reward
 from flows.experiments.runs import RunResult
 from m1model.rl.evaluation import PassRate
@@ -95,7 +95,7 @@ TABLE_HEADER = (
     "95% interval",
     "change vs warm start",
     "final reward",
-    "steps to DAPO's held-out",
+    "steps to {target}'s held-out",
     "clipped tokens",
     "dropped tokens",
     "entropy",
@@ -199,6 +199,7 @@ def markdown(
     embed: bool = False,
 ) -> str:
     seeds = len(summaries[0].seeds) if summaries else 0
+    name = target_arm([s.arm for s in summaries])
     lines = [
         "# RL on the pipeline's math and logic items: does it learn, and CISPO vs DAPO vs GRPO",
         "",
@@ -207,7 +208,7 @@ def markdown(
         f"Warm start (shared by every run): held-out {warm}.",
         f"Wall time: {seconds / 60:.1f} min.",
         "",
-        "| " + " | ".join(TABLE_HEADER) + " |",
+        "| " + " | ".join(TABLE_HEADER).format(target=name.upper()) + " |",
         "|" + "---|" * len(TABLE_HEADER),
     ]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(summaries, warm, size.steps)]
@@ -217,8 +218,8 @@ def markdown(
         "",
         f"Held-out accuracy: greedy answers with reward 1, {warm.n} items. Mean ± SE over {seeds} seeds; the 95% "
         f"interval is Student's t over seeds. Final reward: mean sampled reward over the last {window} steps. "
-        f"Steps to DAPO's held-out: first evaluated step (every {size.eval_every}) whose held-out accuracy "
-        f"reaches {target:.3f}, DAPO's final.",
+        f"Steps to {name.upper()}'s held-out: first evaluated step (every {size.eval_every}) whose held-out "
+        f"accuracy reaches {target:.3f}, {name.upper()}'s final.",
         "Clipped: tokens whose IS ratio left the clip range; dropped: tokens whose gradient the loss zeroed.",
         "",
         "**Goals:**",

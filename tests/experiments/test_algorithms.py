@@ -13,7 +13,7 @@ from flows.cli import app
 from flows.experiments.arms import ARMS, QUICK, select
 from flows.experiments.estimates import Estimate, summarise, summary_json
 from flows.experiments.runs import RunResult
-from flows.experiments.summary import claim_check, goals_check
+from flows.experiments.summary import claim_check, goals_check, markdown
 from m1model.rl.evaluation import PassRate
 
 
@@ -83,6 +83,18 @@ def test_steps_to_target_are_measured_against_dapo_held_out_in_the_same_run():
     assert reach == {"grpo": [None, None], "dapo": [4, 4], "cispo": [1, 1]}
     text = claim_check(summaries, 4)
     assert "a ratio of 0.25" in text and "supports" in text
+
+
+def test_without_a_dapo_arm_steps_count_to_the_first_arms_final_and_say_so():
+    arms = select("rft,cispo+positive-only")
+    results = [_run("rft", s, [0.1, 0.3, 0.4]) for s in range(2)]  # final 0.4
+    results += [_run("cispo+positive-only", s, [0.1, 0.4, 0.5]) for s in range(2)]
+    summaries, target = summarise(results, arms, window=1)
+    assert target == pytest.approx(0.4)
+    assert {s.arm.name: s.reach for s in summaries} == {"rft": [2, 2], "cispo+positive-only": [1, 1]}
+    text = markdown(summaries, target, QUICK, _rate(0.1), window=1, source="test", n_train=1, seconds=1.0)
+    assert "steps to RFT's held-out" in text and "reaches 0.400, RFT's final" in text
+    assert "DAPO's held-out" not in text
 
 
 def test_summary_json_is_the_contract():
