@@ -7,8 +7,9 @@ a tokenizer trained on them, on a fresh model of the default size. Every side tr
 the same weights on the same sampled batches; the sides differ only in how a batch is cut, so their
 losses agree to float rounding (printed). The sides run in turn (`interleaved_medians`, as train-step's
 do): one warm-up run each, then `--repeats` rounds of `--steps` steps, the median round reported, so all of
-them see the same machine load. The padded-token column is the work each side asks of the model; the overhead rows show where cutting finer stops paying,
-which is how `SFTConfig.micro_batch_overhead_tokens` was chosen.
+them see the same machine load. The padded-token column is the work each side asks of the model; the
+overhead rows show where cutting finer stops paying, which is how `SFTConfig.micro_batch_overhead_tokens`
+was chosen.
 """
 
 from __future__ import annotations

@@ -199,7 +199,7 @@ def markdown(
     embed: bool = False,
 ) -> str:
     seeds = len(summaries[0].seeds) if summaries else 0
-    name = target_arm([s.arm for s in summaries])
+    name = target_arm([s.arm for s in summaries]).upper()
     lines = [
         "# RL on the pipeline's math and logic items: does it learn, and CISPO vs DAPO vs GRPO",
         "",
@@ -208,7 +208,7 @@ def markdown(
         f"Warm start (shared by every run): held-out {warm}.",
         f"Wall time: {seconds / 60:.1f} min.",
         "",
-        "| " + " | ".join(TABLE_HEADER).format(target=name.upper()) + " |",
+        "| " + " | ".join(TABLE_HEADER).format(target=name) + " |",
         "|" + "---|" * len(TABLE_HEADER),
     ]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(summaries, warm, size.steps)]
@@ -218,8 +218,8 @@ def markdown(
         "",
         f"Held-out accuracy: greedy answers with reward 1, {warm.n} items. Mean ± SE over {seeds} seeds; the 95% "
         f"interval is Student's t over seeds. Final reward: mean sampled reward over the last {window} steps. "
-        f"Steps to {name.upper()}'s held-out: first evaluated step (every {size.eval_every}) whose held-out "
-        f"accuracy reaches {target:.3f}, {name.upper()}'s final.",
+        f"Steps to {name}'s held-out: first evaluated step (every {size.eval_every}) whose held-out "
+        f"accuracy reaches {target:.3f}, {name}'s final.",
         "Clipped: tokens whose IS ratio left the clip range; dropped: tokens whose gradient the loss zeroed.",
         "",
         "**Goals:**",

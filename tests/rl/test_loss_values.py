@@ -1,6 +1,7 @@
 """The surrogate losses at points where their value or gradient is known by hand: advantages other than
 +-1, the lower clip of the PPO-style surrogate, the IS-weight metric outside the trust region, and the
-sample-level mixing of Section 5 as a mean over groups, the scale on negative advantages. Plus the loss's input errors, word for word."""
+sample-level mixing of Section 5 as a mean over groups, the scale on negative advantages. Plus the loss's
+input errors, word for word."""
 
 from __future__ import annotations
 
