@@ -20,7 +20,9 @@ def algorithms(
     output: Annotated[
         Path,
         typer.Option(
-            "--output", "-o", help="Folder for steps.csv, summary.json, summary.md, heldout.png, reward.png."
+            "--output",
+            "-o",
+            help="Folder for steps.csv, summary.json, summary.md, heldout.csv, heldout.png, reward.png.",
         ),
     ],
     quick: Annotated[bool, typer.Option("--quick", help="Seconds-sized run for CI (same outputs).")] = False,
@@ -121,6 +123,7 @@ def algorithms(
         )
     console.print(Markdown((output / "summary.md").read_text().split("![")[0]))
     files = ", ".join(
-        f"{output}/{f}" for f in ("steps.csv", "summary.json", "summary.md", "heldout.png", "reward.png")
+        f"{output}/{f}"
+        for f in ("steps.csv", "summary.json", "summary.md", "heldout.csv", "heldout.png", "reward.png")
     )
     console.print(f"wrote {files}", highlight=False, soft_wrap=True)

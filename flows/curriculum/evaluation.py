@@ -4,7 +4,8 @@ with reference answers; and the overfitting check that compares training reward 
 Every number goes through `pass_rate`, which encodes prompts exactly as training does
 (`flows.curriculum.prompts.encode_prompt`) and measures them with m1model's one greedy evaluation
 (`m1model.rl.evaluation.greedy_pass_rate`). `m1 run`'s before/after evaluation, each stage's validation
-and `m1 experiment algorithms` all call it.
+and `m1 experiment algorithms` all call it. `sampled_rate` is mean@k over answers sampled as training
+samples them (`m1model.rl.evaluation.sampled_pass_rate`), which the experiments report beside it.
 
 Not a flow: what the evaluation flow (flows/evaluate.py) and each stage's validation run, kept with the
 curriculum whose items and prompts it uses.
@@ -22,7 +23,7 @@ from flows.config import DataConfig, EvalConfig
 from flows.curate.ingest import read_benchmark
 from flows.curriculum.prompts import encode_prompt, stop_ids
 from flows.errors import InputError
-from m1model.rl.evaluation import PassRate, greedy_pass_rate
+from m1model.rl.evaluation import PassRate, SampledPassRate, greedy_pass_rate, sampled_pass_rate
 
 BENCHMARK = "benchmark:"  # prefix of a benchmark file's set name: kept out of `all`, which is held-out items
 
@@ -36,6 +37,25 @@ def pass_rate(
     prompts = [encode_prompt(tokenizer, r) for r in rows]
     return greedy_pass_rate(
         model, prompts, rows, reward_fn, max_new_tokens=max_new_tokens, stop_token_ids=stop_ids(tokenizer)
+    )
+
+
+def sampled_rate(
+    model, tokenizer, rows: Sequence[Mapping[str, Any]], max_new_tokens: int, reward_fn, *, samples: int
+) -> SampledPassRate:
+    """mean@k: how many of ``samples`` answers per item, sampled at temperature 1 as training samples,
+    solve it; prompts and stop tokens as `pass_rate`'s."""
+    if not rows:
+        raise InputError("no evaluation items")
+    prompts = [encode_prompt(tokenizer, r) for r in rows]
+    return sampled_pass_rate(
+        model,
+        prompts,
+        rows,
+        reward_fn,
+        samples=samples,
+        max_new_tokens=max_new_tokens,
+        stop_token_ids=stop_ids(tokenizer),
     )
 
 

@@ -4,7 +4,7 @@ plus the section-5 stability options, on the pipeline's own math and logic items
 
 The paper's claim to check: with 16 off-policy updates per generation batch, CISPO matches DAPO in half
 the steps. `run_experiment` is the library function the CLI and the Prefect flow both call; it writes
-DIR/steps.csv, DIR/summary.json, DIR/summary.md, DIR/heldout.png and DIR/reward.png (see
+DIR/steps.csv, DIR/summary.json, DIR/summary.md, DIR/heldout.csv, DIR/heldout.png and DIR/reward.png (see
 flows/experiments/summary.py for what each number means) and reports whatever the run shows.
 """
 
@@ -19,7 +19,7 @@ import torch
 
 from flows.experiments.arms import ARMS, FULL, QUICK, Arm, Size
 from flows.experiments.data import load_items
-from flows.experiments.runs import RunResult, evaluate, reward_fn, run_all, warm_start
+from flows.experiments.runs import RunResult, evaluate, evaluate_sampled, reward_fn, run_all, warm_start
 from flows.experiments.summary import write_outputs
 from flows.store import m1_home
 from m1model.policy import load_policy
@@ -76,7 +76,9 @@ def run_experiment(
     folder, _ = warm_start(items.train, size, cache)
     torch.set_num_threads(1)
     model, tokenizer = load_policy(folder)
-    warm = evaluate(model, tokenizer, items.heldout, reward_fn(tokenizer, items.domains), size.base())
+    score = reward_fn(tokenizer, items.domains)
+    warm = evaluate(model, tokenizer, items.heldout, score, size.base())
+    warm_sampled = evaluate_sampled(model, tokenizer, items.heldout, score, size.base(), size.eval_samples)
 
     total = len(arms) * size.seeds
     done = 0
@@ -94,6 +96,7 @@ def run_experiment(
         arms,
         size,
         warm,
+        warm_sampled=warm_sampled,
         source=items.source,
         n_train=len(items.train),
         seconds=time.perf_counter() - t0,

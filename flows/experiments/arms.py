@@ -132,6 +132,7 @@ class Size:
     workers: int  # runs in parallel, one torch thread each
     train: Mapping[str, Any]
     late_from: float = 2 / 3  # share of the steps after which an arm's `late` settings apply
+    eval_samples: int = 8  # answers per held-out item sampled at temperature 1 at the end (mean@k); 0: none
     max_difficulty: float | None = None  # keep items up to this metadata.difficulty
 
     def base(self) -> TrainConfig:
@@ -149,8 +150,9 @@ class Size:
             f"{t.group_size} responses of at most {t.max_new_tokens} tokens, {t.updates_per_batch} "
             f"off-policy updates per generation batch ({self.optimizer_steps} optimiser steps per run), "
             f"AdamW lr {t.rl_lr:g}; one shared SFT warm start of {t.sft_steps} steps (batch {t.batch_size}, "
-            f"lr {t.sft_lr:g}); held-out greedy evaluation every {self.eval_every} steps; "
-            f"{self.workers} runs in parallel"
+            f"lr {t.sft_lr:g}); held-out greedy evaluation every {self.eval_every} steps"
+            + (f", and {self.eval_samples} sampled answers per item at the end" if self.eval_samples else "")
+            + f"; {self.workers} runs in parallel"
         )
 
 
@@ -188,6 +190,7 @@ QUICK = Size(
     seeds=2,
     eval_every=1,
     workers=2,
+    eval_samples=2,
     train=dict(
         {
             "sft_steps": 8,

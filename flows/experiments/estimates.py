@@ -64,7 +64,8 @@ class Estimate:
 class ArmSummary:
     arm: Arm
     seeds: list[int]
-    after: Estimate  # held-out accuracy at the end
+    after: Estimate  # held-out accuracy at the end (greedy)
+    sampled: Estimate  # held-out mean@k at the end (sampled at temperature 1; empty when none was taken)
     final: list[float | None]  # final training reward per seed (None for SFT)
     reach: list[int | None]  # steps to reach DAPO's final held-out accuracy, per seed
     clipped: list[float]
@@ -101,6 +102,7 @@ def summarise(
                 arm=arm,
                 seeds=[r.seed for r in runs],
                 after=Estimate(tuple(r.heldout_after for r in runs)),
+                sampled=Estimate(tuple(r.sampled_after.rate for r in runs if r.sampled_after is not None)),
                 final=[
                     float(reward_curve(r)[-window:].mean()) if reward_curve(r).size else None for r in runs
                 ],

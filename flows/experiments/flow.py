@@ -26,7 +26,7 @@ def algorithms_flow(
     updates: int = 0,
 ) -> str:
     """SFT continued, RFT, GRPO, DAPO, CISPO (+ section 5 options) from one warm start, on held-out
-    accuracy: writes OUTPUT/{steps.csv,summary.json,summary.md,heldout.png,reward.png}."""
+    accuracy: writes OUTPUT/{steps.csv,summary.json,summary.md,heldout.csv,heldout.png,reward.png}."""
 
     logger = get_run_logger()
     artifact = create_progress_artifact(0.0, description="algorithms experiment: RL runs done")

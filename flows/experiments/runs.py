@@ -4,9 +4,10 @@ Everything but the arm's own settings is shared, and shared with `m1 run`: the w
 the pipeline's base is (`flows.curriculum.base`: tokenizer, the one model factory, `sft_warm_start` with
 `sft_config`), prompts are encoded by `encode_prompt`, the trainer's settings come from `rl_config`, the
 rewards from the verifier registry (`flows.curriculum.rewards`), and every held-out number from the one
-greedy evaluation (`flows.curriculum.evaluation.pass_rate`). The prompts each step samples are seeded
-by (seed, step) alone, so step 1's rollouts are identical across RL arms for a given seed and the curves
-part only through what the losses do with them.
+greedy evaluation (`flows.curriculum.evaluation.pass_rate`; the end-of-run mean@k from its
+`sampled_rate`). The prompts each step samples are seeded by (seed, step) alone, so step 1's rollouts
+are identical across RL arms for a given seed and the curves part only through what the losses do with
+them.
 
 The warm start is trained once and cached on disk by a fingerprint of its inputs; runs go to a process
 pool, one torch thread per process.
@@ -28,7 +29,7 @@ import torch
 
 from flows.config import ModelConfig, TrainConfig
 from flows.curriculum.base import base_tokenizer
-from flows.curriculum.evaluation import pass_rate
+from flows.curriculum.evaluation import pass_rate, sampled_rate
 from flows.curriculum.prompts import encode_prompt, sft_examples
 from flows.curriculum.settings import rl_config
 from flows.experiments.arms import Arm, Size
@@ -36,7 +37,7 @@ from flows.model_settings import fresh_model, sft_config
 from m1model import Engine
 from m1model.allocator import keep_freed_memory
 from m1model.policy import load_policy, save_policy
-from m1model.rl.evaluation import PassRate
+from m1model.rl.evaluation import PassRate, SampledPassRate
 from m1model.rl.rollout import PromptPool
 from m1model.rl.sft import sft_warm_start
 from m1model.rl.trainer import RLTrainer
@@ -53,6 +54,7 @@ class RunResult:
     heldout_curve: list[tuple[int, PassRate]]  # (step, held-out result); step 0 is the warm start
     seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
+    sampled_after: SampledPassRate | None = None  # mean@k at the end (None when the size samples none)
 
     @property
     def heldout_after(self) -> float:
@@ -101,6 +103,16 @@ def reward_fn(tokenizer, domains):
 def evaluate(model, tokenizer, rows: Sequence[Row], score, tc: TrainConfig) -> PassRate:
     """The held-out measurement: greedy, in the window the run trains with."""
     return pass_rate(model, tokenizer, rows, tc.max_new_tokens, score)
+
+
+def evaluate_sampled(
+    model, tokenizer, rows: Sequence[Row], score, tc: TrainConfig, samples: int
+) -> SampledPassRate | None:
+    """The second held-out view: mean@k over answers sampled at temperature 1 in the same window (every
+    run on the same sampling seed); None for ``samples`` = 0."""
+    if not samples:
+        return None
+    return sampled_rate(model, tokenizer, rows, tc.max_new_tokens, score, samples=samples)
 
 
 def _eval_steps(size: Size) -> set[int]:
@@ -173,7 +185,10 @@ def run_arm(
     curve: list[tuple[int, PassRate]] = [(0, warm)]
     run = _sft_run if arm.method == "sft" else _rl_run
     history = run(model, tokenizer, arm, seed, size, train, heldout, score, curve)
-    return RunResult(arm.name, seed, history, curve, time.perf_counter() - t0)
+    sampled = evaluate_sampled(
+        model, tokenizer, heldout, score, arm.config(size.base(), seed), size.eval_samples
+    )
+    return RunResult(arm.name, seed, history, curve, time.perf_counter() - t0, sampled_after=sampled)
 
 
 def run_all(

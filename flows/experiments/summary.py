@@ -1,11 +1,14 @@
 """The algorithms experiment's outputs: steps.csv, summary.json, summary.md (the table: mean, standard
-error and 95% interval over seeds), reward.png and heldout.png
+error and 95% interval over seeds), heldout.csv (each run's held-out numbers), reward.png and heldout.png
 (the numbers: flows/experiments/estimates.py; the plots: flows/experiments/plots.py).
 
 Definitions (stated in summary.md too):
 
 - held-out accuracy: the share of the held-out items (never trained on) whose greedy answer earns
   reward 1, measured by the pipeline's one evaluation; "before" is the shared warm start;
+- sampled held-out accuracy (mean@k): the share of k answers per held-out item, sampled at temperature
+  1 as training samples them, that earn reward 1, at the warm start and at the end of each run: the
+  quantity the policy gradient maximises, where greedy decoding reads only the distribution's mode;
 - mean ± SE: over seeds, SE = sample std / sqrt(seeds); the 95% interval is Student's t over seeds;
 - reward: the mean reward of every response sampled in a step (all dynamic-sampling rounds included, so
   arms with and without dynamic sampling are scored on the same footing); final reward: its mean over
@@ -35,7 +38,7 @@ from flows.experiments.arms import BASELINE, Arm, Size
 from flows.experiments.estimates import ArmSummary, Estimate, summarise, summary_json, target_arm
 from flows.experiments.plots import plot_heldout, plot_reward
 from flows.experiments.runs import RunResult
-from m1model.rl.evaluation import PassRate
+from m1model.rl.evaluation import PassRate, SampledPassRate
 
 STEP_COLUMNS = (
     "algorithm",  # the arm
@@ -76,6 +79,37 @@ def write_steps_csv(rows: Sequence[dict], path: Path) -> None:
             writer.writerow({k: ("" if row.get(k) is None else row[k]) for k in STEP_COLUMNS})
 
 
+HELDOUT_COLUMNS = (
+    "arm",
+    "seed",
+    "greedy_before",
+    "greedy_after",
+    "sampled_before",
+    "sampled_after",
+    "samples",
+)
+
+
+def write_heldout_csv(results: Sequence[RunResult], warm_sampled: SampledPassRate | None, path: Path) -> None:
+    """One row per run: its held-out accuracy greedy and sampled (mean@k), before (the warm start) and after."""
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(HELDOUT_COLUMNS)
+        for r in results:
+            sampled = r.sampled_after
+            writer.writerow(
+                [
+                    r.arm,
+                    r.seed,
+                    r.heldout_curve[0][1].rate,
+                    r.heldout_after,
+                    "" if warm_sampled is None else warm_sampled.rate,
+                    "" if sampled is None else sampled.rate,
+                    "" if sampled is None else sampled.samples,
+                ]
+            )
+
+
 def _spread(values: Sequence[float | None], fmt: str = "{:.3f}") -> str:
     v = tuple(x for x in values if x is not None and not math.isnan(x))
     return Estimate(v).text(fmt)
@@ -94,6 +128,7 @@ TABLE_HEADER = (
     "held-out after (mean ± SE)",
     "95% interval",
     "change vs warm start",
+    "sampled held-out after (mean@{samples})",
     "final reward",
     "steps to {target}'s held-out",
     "clipped tokens",
@@ -110,6 +145,7 @@ def table_rows(summaries: Sequence[ArmSummary], warm: PassRate, steps: int) -> l
             s.after.text(),
             s.after.interval_text(),
             f"{s.after.mean - warm.rate:+.3f}",
+            s.sampled.text(),
             _spread(s.final),
             reach_text(s.reach, steps),
             _spread(s.clipped, "{:.2%}"),
@@ -142,6 +178,7 @@ def goals_check(summaries: Sequence[ArmSummary], warm: PassRate) -> list[str]:
         lines.append(
             f"CISPO {c.mean:.3f} vs rejection sampling {r.mean:.3f}: "
             f"{'met' if c.mean >= r.mean else 'not met'} (goal: CISPO >= RFT)."
+            + _sampled_comparison(by["cispo"].sampled, by["rft"].sampled, "RFT")
         )
     if "cispo" in by and "sft" in by:
         c, f = by["cispo"].after, by["sft"].after
@@ -151,14 +188,32 @@ def goals_check(summaries: Sequence[ArmSummary], warm: PassRate) -> list[str]:
     return lines
 
 
+def _difference(a: Estimate, b: Estimate) -> tuple[float, float]:
+    """a - b in the mean, and its standard error over seeds (0 with one seed)."""
+    return a.mean - b.mean, math.sqrt((a.se or 0.0) ** 2 + (b.se or 0.0) ** 2)
+
+
+def _sampled_comparison(cispo: Estimate, other: Estimate, name: str) -> str:
+    """CISPO against another arm on sampled held-out accuracy ("" when the run sampled none)."""
+    if not cispo.values or not other.values:
+        return ""
+    gap, noise = _difference(cispo, other)
+    order = f"CISPO >= {name}" if gap >= 0 else f"CISPO < {name}"
+    within = "within" if abs(gap) < 2 * noise or noise == 0 else "beyond"
+    return (
+        f" Sampled at temperature 1 (mean@k, from the distribution training samples): CISPO "
+        f"{cispo.mean:.3f} vs {name} {other.mean:.3f}, {order} (difference {gap:+.3f}, standard error "
+        f"{noise:.3f}: {within} two standard errors)."
+    )
+
+
 def claim_check(summaries: Sequence[ArmSummary], steps: int) -> str:
     """What the run says about 'CISPO reaches DAPO's final held-out accuracy in half the steps'."""
     by = {s.arm.name: s for s in summaries}
     if "cispo" not in by or BASELINE not in by:
         return "The claim needs both a cispo and a dapo arm."
     cispo, dapo = by["cispo"], by[BASELINE]
-    gap = cispo.after.mean - dapo.after.mean
-    noise = math.sqrt((cispo.after.se or 0.0) ** 2 + (dapo.after.se or 0.0) ** 2)
+    gap, noise = _difference(cispo.after, dapo.after)
     parts = [
         f"Final held-out accuracy: CISPO {cispo.after.mean:.3f} vs DAPO {dapo.after.mean:.3f} "
         f"(difference {gap:+.3f}, standard error {noise:.3f} over seeds)."
@@ -182,7 +237,7 @@ def claim_check(summaries: Sequence[ArmSummary], steps: int) -> str:
             "The two arms differ by less than two standard errors: at this size they are not distinguishable, "
             "so no ordering between them is claimed."
         )
-    return " ".join(parts)
+    return " ".join(parts) + _sampled_comparison(cispo.sampled, dapo.sampled, "DAPO")
 
 
 def markdown(
@@ -192,6 +247,7 @@ def markdown(
     warm: PassRate,
     *,
     window: int,
+    warm_sampled: SampledPassRate | None = None,
     source: str,
     n_train: int,
     seconds: float,
@@ -205,10 +261,13 @@ def markdown(
         "",
         f"Size: {size.describe()}.",
         f"Data: {source}; {n_train} training items, {warm.n} held-out items (never trained on).",
-        f"Warm start (shared by every run): held-out {warm}.",
+        f"Warm start (shared by every run): held-out {warm}"
+        + (f"; sampled at temperature 1 {warm_sampled}." if warm_sampled is not None else "."),
         f"Wall time: {seconds / 60:.1f} min.",
         "",
-        "| " + " | ".join(TABLE_HEADER).format(target=name) + " |",
+        "| "
+        + " | ".join(TABLE_HEADER).format(target=name, samples=warm_sampled.samples if warm_sampled else "k")
+        + " |",
         "|" + "---|" * len(TABLE_HEADER),
     ]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(summaries, warm, size.steps)]
@@ -219,7 +278,13 @@ def markdown(
         f"Held-out accuracy: greedy answers with reward 1, {warm.n} items. Mean ± SE over {seeds} seeds; the 95% "
         f"interval is Student's t over seeds. Final reward: mean sampled reward over the last {window} steps. "
         f"Steps to {name}'s held-out: first evaluated step (every {size.eval_every}) whose held-out "
-        f"accuracy reaches {target:.3f}, {name}'s final.",
+        f"accuracy reaches {target:.3f}, {name}'s final."
+        + (
+            f" Sampled held-out after: {warm_sampled.samples} answers per item sampled at temperature 1 "
+            "(as training samples), the share with reward 1 (mean@k), at the end of each run."
+            if warm_sampled is not None
+            else ""
+        ),
         "Clipped: tokens whose IS ratio left the clip range; dropped: tokens whose gradient the loss zeroed.",
         "",
         "**Goals:**",
@@ -242,13 +307,16 @@ def write_outputs(
     arms: Sequence[Arm],
     size: Size,
     warm: PassRate,
+    warm_sampled: SampledPassRate | None = None,
     **info,
 ) -> tuple[Path, str]:
-    """DIR/steps.csv, summary.json, summary.md, reward.png and heldout.png; returns (folder, the markdown
-    with the images embedded, for a Prefect artifact)."""
+    """DIR/steps.csv, summary.json, summary.md, heldout.csv, reward.png and heldout.png; returns (folder,
+    the markdown with the images embedded, for a Prefect artifact)."""
     window = max(1, min(5, size.steps // 3 or 1))
     output.mkdir(parents=True, exist_ok=True)
     write_steps_csv(step_rows(results), output / "steps.csv")
+    write_heldout_csv(results, warm_sampled, output / "heldout.csv")
+    info["warm_sampled"] = warm_sampled
     summaries, target = summarise(results, arms, window)
     atomic_write_text(output / "summary.json", json.dumps(summary_json(summaries, warm), indent=1) + "\n")
     title = f"({len(summaries[0].seeds) if summaries else 0} seeds per arm)"

@@ -1,9 +1,12 @@
-"""Greedy evaluation on held-out items: the one implementation every caller measures a policy with.
+"""Evaluation on held-out items: the one implementation every caller measures a policy with.
 
 `m1 run` (before and after training), each curriculum stage (at its start, its end and every
 ``eval.every`` steps), `m1 experiment algorithms` (each arm's held-out curve) and the SWE rollouts of the
 evaluation flow all generate through `greedy_completions` and count through `greedy_pass_rate`, so a
-fix to how a policy is measured holds for every number the project reports.
+fix to how a policy is measured holds for every number the project reports. `sampled_pass_rate` is the
+second view the experiments report beside it: mean@k, k answers per item sampled at the temperature
+the policy trains with, the pass rate the policy gradient itself maximises (greedy decoding reads only
+the mode of the same distribution).
 
 Decoding is greedy (temperature 0) with the stop tokens training samples with, from prompts encoded the
 way training encodes them (the caller passes token ids: m1model knows no prompt format). An item is
@@ -129,6 +132,72 @@ class PairedChange:
         return "gain" if lo > 0 else "loss" if hi < 0 else "no change"
 
 
+@dataclass(frozen=True)
+class SampledPassRate:
+    """Per item, how many of ``samples`` sampled answers solved it, in the order the items were given.
+
+    ``rate`` is mean@k: the expected pass rate of one sampled answer, estimated from k per item (the way
+    reasoning models' pass@1 is usually reported). Its interval treats the items as the sample (a normal
+    interval on the per-item solved fractions), since the k answers to one item are not independent of
+    each other's difficulty."""
+
+    solved: tuple[int, ...]
+    samples: int
+
+    def __post_init__(self) -> None:
+        if self.samples < 1:
+            raise ValueError(f"samples must be >= 1, got {self.samples}")
+        if any(not 0 <= s <= self.samples for s in self.solved):
+            raise ValueError(f"each item's solved count must be in [0, {self.samples}]")
+
+    @property
+    def n(self) -> int:
+        return len(self.solved)
+
+    @property
+    def rate(self) -> float:
+        return sum(self.solved) / (self.n * self.samples) if self.n else 0.0
+
+    def interval(self, confidence: float = 0.95) -> tuple[float, float]:
+        if self.n < 2:
+            return 0.0, 1.0
+        fractions = [s / self.samples for s in self.solved]
+        mean = sum(fractions) / self.n
+        var = sum((f - mean) ** 2 for f in fractions) / (self.n - 1)
+        half = _z(confidence) * math.sqrt(var / self.n)
+        return max(0.0, mean - half), min(1.0, mean + half)
+
+    def __str__(self) -> str:
+        lo, hi = self.interval()
+        return f"{self.rate:.1%} (mean@{self.samples} over {self.n} items, 95% CI {lo:.1%}-{hi:.1%})"
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, hi = self.interval()
+        return {
+            "samples": self.samples,
+            "n": self.n,
+            "rate": self.rate,
+            "ci95": [lo, hi],
+            "solved": list(self.solved),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SampledPassRate:
+        return cls(tuple(int(s) for s in d["solved"]), int(d["samples"]))
+
+
+def _generate(
+    model: torch.nn.Module, prompts: Sequence[Sequence[int]], params: SamplingParams
+) -> list[Completion]:
+    """``model``'s continuations in eval mode (no dropout); its mode is restored."""
+    was_training = model.training
+    model.eval()
+    try:
+        return Engine(model).generate([list(p) for p in prompts], params)
+    finally:
+        model.train(was_training)
+
+
 def greedy_completions(
     model: torch.nn.Module,
     prompts: Sequence[Sequence[int]],
@@ -138,12 +207,7 @@ def greedy_completions(
 ) -> list[Completion]:
     """Greedy continuations of ``prompts`` (token ids) by ``model`` in eval mode; its mode is restored."""
     params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, stop_token_ids=tuple(stop_token_ids))
-    was_training = model.training
-    model.eval()
-    try:
-        return Engine(model).generate([list(p) for p in prompts], params)
-    finally:
-        model.train(was_training)
+    return _generate(model, prompts, params)
 
 
 def greedy_pass_rate(
@@ -165,3 +229,34 @@ def greedy_pass_rate(
     )
     rewards = reward_fn(items, [c.token_ids for c in completions])
     return PassRate(tuple(float(r) >= SOLVED for r in rewards))
+
+
+def sampled_pass_rate(
+    model: torch.nn.Module,
+    prompts: Sequence[Sequence[int]],
+    items: Sequence[Any],
+    reward_fn: RewardFn,
+    *,
+    samples: int,
+    max_new_tokens: int,
+    stop_token_ids: Sequence[int] = (),
+    temperature: float = 1.0,
+    seed: int = 0,
+) -> SampledPassRate:
+    """How many of ``samples`` answers to each of ``items``, sampled at ``temperature`` with a fixed
+    ``seed`` (policies compared on the same seed share their random numbers), solve it (reward 1)."""
+    if len(prompts) != len(items):
+        raise ValueError(f"{len(prompts)} prompts but {len(items)} items")
+    if not items:
+        raise ValueError("no evaluation items")
+    if samples < 1 or temperature <= 0:
+        raise ValueError(f"need samples >= 1 and temperature > 0, got {samples} and {temperature}")
+    params = SamplingParams(
+        temperature=temperature, max_tokens=max_new_tokens, stop_token_ids=tuple(stop_token_ids), seed=seed
+    )
+    completions = _generate(model, [p for p in prompts for _ in range(samples)], params)
+    rewards = reward_fn([i for i in items for _ in range(samples)], [c.token_ids for c in completions])
+    solved = [float(r) >= SOLVED for r in rewards]
+    return SampledPassRate(
+        tuple(sum(solved[i * samples : (i + 1) * samples]) for i in range(len(items))), samples
+    )

@@ -54,6 +54,15 @@ def test_quick_run_writes_the_contract(tmp_path, monkeypatch):
     assert "steps to DAPO's held-out" in text and "The paper's claim" in text and "**Goals:**" in text
     for png in ("reward.png", "heldout.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # every run's end is also measured sampled (mean@k, k = QUICK.eval_samples), as is the warm start
+    with open(out / "heldout.csv") as fh:
+        heldout = list(csv.DictReader(fh))
+    assert {(r["arm"], r["seed"]) for r in heldout} == runs and len(heldout) == len(runs)
+    for r in heldout:
+        assert r["samples"] == str(QUICK.eval_samples) and 0.0 <= float(r["sampled_after"]) <= 1.0
+        assert float(r["greedy_after"]) == summary["arms"][r["arm"]][int(r["seed"])]["heldout_after"]
+    assert len({r["sampled_before"] for r in heldout}) == 1
+    assert f"| sampled held-out after (mean@{QUICK.eval_samples}) |" in text
     # the warm start is trained once and cached: a second run reuses it
     assert len(list((tmp_path / "home" / "experiments" / "algorithms").glob("warm-start-*"))) == 1
 

@@ -13,6 +13,7 @@ from flows.experiments.arms import QUICK, select
 from flows.experiments.estimates import Estimate, summarise
 from flows.experiments.runs import RunResult
 from flows.experiments.summary import (
+    HELDOUT_COLUMNS,
     STEP_COLUMNS,
     claim_check,
     goals_check,
@@ -23,7 +24,7 @@ from flows.experiments.summary import (
     write_outputs,
     write_steps_csv,
 )
-from m1model.rl.evaluation import PassRate
+from m1model.rl.evaluation import PassRate, SampledPassRate
 
 
 def _rate(x: float, n: int = 100) -> PassRate:
@@ -31,7 +32,20 @@ def _rate(x: float, n: int = 100) -> PassRate:
     return PassRate((True,) * k + (False,) * (n - k))
 
 
-def _run(arm: str, seed: int, heldout: list[float], reward: list[float], seconds: float = 10.0) -> RunResult:
+def _sampled(x: float, n: int = 100, samples: int = 4) -> SampledPassRate:
+    """n items of which a share x were solved by all `samples` answers, the rest by none."""
+    k = round(x * n)
+    return SampledPassRate((samples,) * k + (0,) * (n - k), samples)
+
+
+def _run(
+    arm: str,
+    seed: int,
+    heldout: list[float],
+    reward: list[float],
+    seconds: float = 10.0,
+    sampled: float | None = None,
+) -> RunResult:
     history = [
         {
             "step": i + 1,
@@ -43,7 +57,10 @@ def _run(arm: str, seed: int, heldout: list[float], reward: list[float], seconds
         }
         for i, r in enumerate(reward)
     ]
-    return RunResult(arm, seed, history, [(i, _rate(x)) for i, x in enumerate(heldout)], seconds)
+    curve = [(i, _rate(x)) for i, x in enumerate(heldout)]
+    return RunResult(
+        arm, seed, history, curve, seconds, sampled_after=None if sampled is None else _sampled(sampled)
+    )
 
 
 def test_step_rows_are_one_per_step_with_the_reward_and_the_logged_columns():
@@ -77,7 +94,8 @@ def _summaries():
     arms = select("sft,dapo,cispo")
     results = [_run("dapo", s, [0.2, 0.3, 0.4, 0.5], [0.4, 0.5, 0.6], seconds=20.0) for s in range(2)]
     results += [
-        _run("cispo", s, [0.2, 0.5, 0.5, x], [0.5, 0.7, 0.9], seconds=30.0) for s, x in enumerate([0.6, 0.8])
+        _run("cispo", s, [0.2, 0.5, 0.5, x], [0.5, 0.7, 0.9], seconds=30.0, sampled=y)
+        for s, (x, y) in enumerate([(0.6, 0.2), (0.8, 0.4)])
     ]
     results += [
         RunResult("sft", s, [{"step": 1, "loss": 1.0}], [(0, _rate(0.2)), (3, _rate(0.25))], 5.0)
@@ -93,14 +111,16 @@ def test_table_rows_render_each_arms_numbers():
     assert cispo[1] == "0.700 ± 0.100"
     assert cispo[2] == Estimate((0.6, 0.8)).interval_text()
     assert cispo[3] == "+0.500"  # change against the warm start
-    assert cispo[4] == "0.800 ± 0.000"  # final reward: the mean of the last 2 steps (0.7, 0.9), over seeds
-    assert cispo[5] == "1.0 ± 0.0"  # both seeds reached DAPO's 0.5 at step 1
-    assert cispo[6] == "20.00% ± 0.00%"  # clipped: mean over steps of 0.1, 0.2, 0.3
-    assert cispo[7] == "50.00% ± 0.00%" and cispo[8] == "2.000 ± 0.000" and cispo[9] == "30"
-    assert rows["dapo"][4] == "0.550 ± 0.000" and rows["dapo"][5] == "3.0 ± 0.0" and rows["dapo"][9] == "20"
+    assert cispo[4] == "0.300 ± 0.100"  # sampled held-out (mean@k) over seeds: 0.2 and 0.4
+    assert cispo[5] == "0.800 ± 0.000"  # final reward: the mean of the last 2 steps (0.7, 0.9), over seeds
+    assert cispo[6] == "1.0 ± 0.0"  # both seeds reached DAPO's 0.5 at step 1
+    assert cispo[7] == "20.00% ± 0.00%"  # clipped: mean over steps of 0.1, 0.2, 0.3
+    assert cispo[8] == "50.00% ± 0.00%" and cispo[9] == "2.000 ± 0.000" and cispo[10] == "30"
+    assert rows["dapo"][5] == "0.550 ± 0.000" and rows["dapo"][6] == "3.0 ± 0.0" and rows["dapo"][10] == "20"
+    assert rows["dapo"][4] == "-"  # no sampled evaluation in these runs
     assert rows["sft"][3] == "+0.050"
-    assert rows["sft"][4] == "-" and rows["sft"][6] == "-"  # no training reward, nothing clipped logged
-    assert rows["sft"][5] == "not within 3"
+    assert rows["sft"][5] == "-" and rows["sft"][7] == "-"  # no training reward, nothing clipped logged
+    assert rows["sft"][6] == "not within 3"
 
 
 def test_claim_check_calls_a_gap_within_two_standard_errors_indistinguishable():
@@ -232,3 +252,64 @@ def test_write_outputs_window_is_a_third_of_the_steps_at_most_five_and_reruns_in
     assert "last 5 steps" in (out / "summary.md").read_text()  # 15 // 3
     write_outputs(tmp_path / "o", results, arms, dataclasses.replace(QUICK, steps=9), _rate(0.2), **info)
     assert "last 3 steps" in (out / "summary.md").read_text()
+
+
+def test_goals_compare_cispo_and_rft_sampled_too_with_the_gap_in_standard_errors():
+    warm = _rate(0.2)
+    results = [_run("cispo", s, [0.2, 0.25], [0.5], sampled=y) for s, y in enumerate([0.34, 0.36])]
+    results += [_run("rft", s, [0.2, 0.30], [0.5], sampled=0.30) for s in range(2)]
+    lines = goals_check(summarise(results, select("rft,cispo"), window=1)[0], warm)
+    line = next(x for x in lines if x.startswith("CISPO 0.250 vs rejection sampling 0.300: not met"))
+    # sampled: 0.35 +- 0.01 vs 0.30 +- 0: +0.05 is five standard errors
+    assert line.endswith(
+        "Sampled at temperature 1 (mean@k, from the distribution training samples): CISPO 0.350 vs RFT 0.300, "
+        "CISPO >= RFT (difference +0.050, standard error 0.010: beyond two standard errors)."
+    )
+    close = [_run("cispo", s, [0.2, 0.25], [0.5], sampled=y) for s, y in enumerate([0.27, 0.31])]
+    close += [_run("rft", s, [0.2, 0.30], [0.5], sampled=0.30) for s in range(2)]
+    line = goals_check(summarise(close, select("rft,cispo"), window=1)[0], warm)[-1]
+    assert (
+        "CISPO 0.290 vs RFT 0.300, CISPO < RFT (difference -0.010, standard error 0.020: within two" in line
+    )
+    unsampled = [_run(a, s, [0.2, 0.3], [0.5]) for a in ("rft", "cispo") for s in range(2)]
+    line = goals_check(summarise(unsampled, select("rft,cispo"), window=1)[0], warm)[-1]
+    assert line == "CISPO 0.300 vs rejection sampling 0.300: met (goal: CISPO >= RFT)."
+
+
+def test_heldout_csv_has_each_runs_greedy_and_sampled_numbers_before_and_after(tmp_path):
+    arms = select("dapo,cispo")
+    results = [_run("dapo", s, [0.2, 0.5], [0.4], sampled=0.3) for s in range(2)]
+    results += [_run("cispo", 0, [0.2, 0.6], [0.5])]  # a run without a sampled evaluation
+    out, _ = write_outputs(
+        tmp_path,
+        results,
+        arms,
+        QUICK,
+        _rate(0.2),
+        warm_sampled=_sampled(0.1),
+        source="s",
+        n_train=1,
+        seconds=1.0,
+    )
+    with open(out / "heldout.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert tuple(rows[0]) == HELDOUT_COLUMNS
+    assert [tuple(r.values()) for r in rows] == [
+        ("dapo", "0", "0.2", "0.5", "0.1", "0.3", "4"),
+        ("dapo", "1", "0.2", "0.5", "0.1", "0.3", "4"),
+        ("cispo", "0", "0.2", "0.6", "0.1", "", ""),
+    ]
+    text = (out / "summary.md").read_text()
+    assert "; sampled at temperature 1 10.0% (mean@4 over 100 items, 95% CI " in text
+    assert "| sampled held-out after (mean@4) |" in text
+    assert "4 answers per item sampled at temperature 1" in text
+
+
+def test_claim_check_adds_the_sampled_comparison_with_dapo_when_the_run_sampled():
+    runs = [_run("dapo", s, [0.2, 0.5], [0.5], sampled=y) for s, y in enumerate([0.30, 0.32])]
+    runs += [_run("cispo", s, [0.2, 0.5], [0.5], sampled=y) for s, y in enumerate([0.31, 0.33])]
+    text = claim_check(summarise(runs, select("dapo,cispo"), window=1)[0], 1)
+    assert text.endswith(
+        "CISPO 0.320 vs DAPO 0.310, CISPO >= DAPO (difference +0.010, standard error 0.014: within two "
+        "standard errors)."
+    )

@@ -12,8 +12,10 @@ from scipy import stats
 from m1model.rl.evaluation import (
     PairedChange,
     PassRate,
+    SampledPassRate,
     greedy_completions,
     greedy_pass_rate,
+    sampled_pass_rate,
     wilson_interval,
 )
 from m1model.rl.losses import LossConfig, policy_loss
@@ -90,6 +92,53 @@ def test_greedy_pass_rate_decodes_greedily_and_restores_the_mode(tiny_model):
     assert result.solved[1] is True and result.k == sum(c.token_ids[0] == target for c in completions)
     with pytest.raises(ValueError, match="2 prompts but 3 items"):
         greedy_pass_rate(model, prompts[:2], ["a", "b", "c"], reward, max_new_tokens=4)
+
+
+def test_sampled_pass_rate_is_mean_at_k_with_a_normal_interval_over_items():
+    p = SampledPassRate((4, 0, 2, 1), samples=4)
+    assert (p.n, p.rate) == (4, 7 / 16)
+    fractions = [1.0, 0.0, 0.5, 0.25]
+    half = stats.norm.ppf(0.975) * stats.sem(fractions)  # the items are the sample
+    assert p.interval() == pytest.approx((max(0.0, 7 / 16 - half), 7 / 16 + half))
+    assert str(p).startswith("43.8% (mean@4 over 4 items, 95% CI ")
+    assert SampledPassRate.from_dict(p.to_dict()) == p
+    assert SampledPassRate((3,), samples=3).interval() == (0.0, 1.0)  # one item: no spread to measure
+    with pytest.raises(ValueError, match=r"in \[0, 2\]"):
+        SampledPassRate((3,), samples=2)
+    with pytest.raises(ValueError, match="samples must be >= 1"):
+        SampledPassRate((), samples=0)
+
+
+def test_sampled_pass_rate_samples_the_policy_at_temperature_one(tiny_model):
+    """The share of samples whose first token is t estimates pi(t | prompt) at temperature 1: the sampled
+    evaluation draws from the distribution training samples from, k answers per item, items in order."""
+    model = tiny_model
+    model.train()
+    prompts = [[1, 5, 6], [1, 7]]
+    with torch.no_grad():
+        probs = [torch.softmax(model.eval()(torch.tensor([p])).logits[0, -1], -1) for p in prompts]
+    model.train()
+    targets = [int(p.argmax()) for p in probs]
+    seen = []
+
+    def reward(items, responses):
+        seen.extend(items)
+        return [1.0 if r[0] == targets[i] else 0.0 for i, r in zip(items, responses, strict=True)]
+
+    k = 400
+    result = sampled_pass_rate(model, prompts, [0, 1], reward, samples=k, max_new_tokens=2, seed=3)
+    assert model.training  # restored
+    assert seen == [0] * k + [1] * k
+    for i, p in enumerate(probs):
+        expected = float(p[targets[i]])
+        se = math.sqrt(expected * (1 - expected) / k)
+        assert abs(result.solved[i] / k - expected) < 4 * se + 1e-9, (i, result.solved[i], expected)
+    again = sampled_pass_rate(model, prompts, [0, 1], reward, samples=k, max_new_tokens=2, seed=3)
+    assert again == result  # one seed, one draw: policies compared on a seed share their random numbers
+    with pytest.raises(ValueError, match="temperature > 0"):
+        sampled_pass_rate(model, prompts, [0, 1], reward, samples=2, max_new_tokens=2, temperature=0.0)
+    with pytest.raises(ValueError, match="2 prompts but 1 items"):
+        sampled_pass_rate(model, prompts, [0], reward, samples=2, max_new_tokens=2)
 
 
 def test_rft_imitates_only_the_verified_responses():
