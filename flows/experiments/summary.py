@@ -177,7 +177,7 @@ def goals_check(summaries: Sequence[ArmSummary], warm: PassRate) -> list[str]:
         c, r = by["cispo"].after, by["rft"].after
         lines.append(
             f"CISPO {c.mean:.3f} vs rejection sampling {r.mean:.3f}: "
-            f"{'met' if c.mean >= r.mean else 'not met'} (goal: CISPO >= RFT)."
+            f"{'met' if c.mean >= r.mean else 'not met'} (goal: CISPO >= RFT; {_gap_text(c, r)})."
             + _sampled_comparison(by["cispo"].sampled, by["rft"].sampled, "RFT")
         )
     if "cispo" in by and "sft" in by:
@@ -193,17 +193,36 @@ def _difference(a: Estimate, b: Estimate) -> tuple[float, float]:
     return a.mean - b.mean, math.sqrt((a.se or 0.0) ** 2 + (b.se or 0.0) ** 2)
 
 
+def _gap_text(a: Estimate, b: Estimate) -> str:
+    gap, noise = _difference(a, b)
+    within = "within" if abs(gap) < 2 * noise or noise == 0 else "beyond"
+    return f"difference {gap:+.3f}, standard error {noise:.3f}: {within} two standard errors"
+
+
 def _sampled_comparison(cispo: Estimate, other: Estimate, name: str) -> str:
     """CISPO against another arm on sampled held-out accuracy ("" when the run sampled none)."""
     if not cispo.values or not other.values:
         return ""
-    gap, noise = _difference(cispo, other)
-    order = f"CISPO >= {name}" if gap >= 0 else f"CISPO < {name}"
-    within = "within" if abs(gap) < 2 * noise or noise == 0 else "beyond"
+    order = f"CISPO >= {name}" if cispo.mean >= other.mean else f"CISPO < {name}"
     return (
         f" Sampled at temperature 1 (mean@k, from the distribution training samples): CISPO "
-        f"{cispo.mean:.3f} vs {name} {other.mean:.3f}, {order} (difference {gap:+.3f}, standard error "
-        f"{noise:.3f}: {within} two standard errors)."
+        f"{cispo.mean:.3f} vs {name} {other.mean:.3f}, {order} ({_gap_text(cispo, other)})."
+    )
+
+
+def seeds_to_separate(gap: float, noise: float, seeds: int) -> str:
+    """How many seeds per arm would put a difference this large two standard errors from zero, if the
+    seeds' spread stayed as measured: SE shrinks as 1/sqrt(seeds), so seeds x (2 SE / gap)^2."""
+    if noise == 0:
+        return (
+            "The seeds agree exactly, so their spread says nothing about how many more would separate them."
+        )
+    if gap == 0:
+        return "With equal means, no number of seeds would separate them."
+    needed = math.ceil(seeds * (2 * noise / abs(gap)) ** 2 - 1e-9)  # 2.0000000001 seeds are 2
+    return (
+        f"At this size, separating a difference of {abs(gap):.3f} at two standard errors would take about "
+        f"{needed} seeds per arm, if the spread over seeds stays as measured."
     )
 
 
@@ -237,6 +256,7 @@ def claim_check(summaries: Sequence[ArmSummary], steps: int) -> str:
             "The two arms differ by less than two standard errors: at this size they are not distinguishable, "
             "so no ordering between them is claimed."
         )
+        parts.append(seeds_to_separate(gap, noise, len(cispo.seeds)))
     return " ".join(parts) + _sampled_comparison(cispo.sampled, dapo.sampled, "DAPO")
 
 

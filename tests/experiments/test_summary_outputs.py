@@ -19,6 +19,7 @@ from flows.experiments.summary import (
     goals_check,
     markdown,
     reach_text,
+    seeds_to_separate,
     step_rows,
     table_rows,
     write_outputs,
@@ -207,7 +208,10 @@ def test_goals_say_not_met_below_the_gain_and_below_rft_and_quote_sft():
     ]
     lines = goals_check(summarise(results, select("sft,rft,cispo"), window=1)[0], warm)
     assert "CISPO gains +0.060 over the warm start: not met (goal +0.10)." in lines
-    assert "CISPO 0.260 vs rejection sampling 0.310: not met (goal: CISPO >= RFT)." in lines
+    assert (
+        "CISPO 0.260 vs rejection sampling 0.310: not met (goal: CISPO >= RFT; difference -0.050, standard "
+        "error 0.014: beyond two standard errors)."
+    ) in lines
     assert (
         lines[-1]
         == "For reference, SFT continued on gold answers with the same optimiser steps ends at 0.400."
@@ -273,7 +277,10 @@ def test_goals_compare_cispo_and_rft_sampled_too_with_the_gap_in_standard_errors
     )
     unsampled = [_run(a, s, [0.2, 0.3], [0.5]) for a in ("rft", "cispo") for s in range(2)]
     line = goals_check(summarise(unsampled, select("rft,cispo"), window=1)[0], warm)[-1]
-    assert line == "CISPO 0.300 vs rejection sampling 0.300: met (goal: CISPO >= RFT)."
+    assert line == (
+        "CISPO 0.300 vs rejection sampling 0.300: met (goal: CISPO >= RFT; difference +0.000, standard error "
+        "0.000: within two standard errors)."
+    )
 
 
 def test_heldout_csv_has_each_runs_greedy_and_sampled_numbers_before_and_after(tmp_path):
@@ -312,4 +319,17 @@ def test_claim_check_adds_the_sampled_comparison_with_dapo_when_the_run_sampled(
     assert text.endswith(
         "CISPO 0.320 vs DAPO 0.310, CISPO >= DAPO (difference +0.010, standard error 0.014: within two "
         "standard errors)."
+    )
+
+
+def test_seeds_to_separate_scales_the_standard_error_by_one_over_root_seeds():
+    # 3 seeds, SE 0.014, gap 0.009: 3 x (0.028 / 0.009)^2 = 29.04 -> 30 seeds
+    assert "about 30 seeds per arm" in seeds_to_separate(0.009, 0.014, 3)
+    assert "about 30 seeds per arm" in seeds_to_separate(-0.009, 0.014, 3)  # the sign does not matter
+    assert "no number of seeds" in seeds_to_separate(0.0, 0.01, 3)
+    assert "agree exactly" in seeds_to_separate(0.01, 0.0, 3)
+    summaries, _ = _summaries()  # CISPO 0.700 vs DAPO 0.500, SE 0.100 over 2 seeds: 2 x (0.2 / 0.2)^2 = 2
+    assert claim_check(summaries, 3).endswith(
+        "separating a difference of 0.200 at two standard errors would take about 2 seeds per arm, if the "
+        "spread over seeds stays as measured."
     )
