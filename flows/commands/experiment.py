@@ -52,6 +52,14 @@ def algorithms(
             min=1, help="Off-policy updates per generation batch (default 16, the paper's; quick 4)."
         ),
     ] = None,
+    eval_samples: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Answers per held-out item sampled at temperature 1 at the start and end (mean@k beside "
+            "greedy; default 8, quick 2; 0: none).",
+        ),
+    ] = None,
     as_flow: Annotated[
         bool, typer.Option("--flow", help="Run as a Prefect flow (artifacts in the UI).")
     ] = False,
@@ -86,6 +94,7 @@ def algorithms(
             eval_every=eval_every or 0,
             prompts=prompts or 0,
             updates=updates or 0,
+            eval_samples=-1 if eval_samples is None else eval_samples,
         )
         console.print(Markdown(Path(path).read_text().split("![")[0]))
         return
@@ -97,6 +106,7 @@ def algorithms(
         eval_every=eval_every,
         prompts=prompts,
         updates=updates,
+        eval_samples=eval_samples,
     )
     console.print(f"size: {size.describe()}", highlight=False)
     with bars(console) as bar:

@@ -42,9 +42,12 @@ def size_for(
     eval_every: int | None = None,
     prompts: int | None = None,
     updates: int | None = None,
+    eval_samples: int | None = None,
 ) -> Size:
     size = QUICK if quick else FULL
     given = (("seeds", seeds), ("steps", steps), ("workers", workers), ("eval_every", eval_every))
+    if eval_samples is not None:  # 0 is a choice here (no sampled evaluation), not "the default"
+        size = replace(size, eval_samples=eval_samples)
     train = {k: v for k, v in (("prompts_per_step", prompts), ("updates_per_batch", updates)) if v}
     return replace(size, **{k: v for k, v in given if v}, train={**size.train, **train})
 

@@ -24,6 +24,7 @@ def algorithms_flow(
     eval_every: int = 0,
     prompts: int = 0,
     updates: int = 0,
+    eval_samples: int = -1,
 ) -> str:
     """SFT continued, RFT, GRPO, DAPO, CISPO (+ section 5 options) from one warm start, on held-out
     accuracy: writes OUTPUT/{steps.csv,summary.json,summary.md,heldout.csv,heldout.png,reward.png}."""
@@ -44,6 +45,7 @@ def algorithms_flow(
         eval_every=eval_every or None,
         prompts=prompts or None,
         updates=updates or None,
+        eval_samples=None if eval_samples < 0 else eval_samples,  # -1: the size's default; 0: none
     )
     text = run_experiment(
         Path(output),

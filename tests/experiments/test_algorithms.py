@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.experiments.arms import ARMS, QUICK, select
+from flows.experiments.arms import ARMS, FULL, QUICK, select
 from flows.experiments.estimates import Estimate, summarise, summary_json
 from flows.experiments.runs import RunResult
 from flows.experiments.summary import claim_check, goals_check, markdown
@@ -158,3 +158,14 @@ def test_select_arms():
     assert [a.name for a in select("cispo,sft")] == ["sft", "cispo"]  # the table's order
     with pytest.raises(ValueError, match="unknown arms nope"):
         select("cispo,nope")
+
+
+def test_size_for_takes_zero_sampled_answers_as_a_choice_not_the_default():
+    from flows.experiments.algorithms import size_for
+
+    assert size_for(False).eval_samples == FULL.eval_samples == 8
+    assert size_for(True).eval_samples == QUICK.eval_samples
+    assert size_for(True, eval_samples=0).eval_samples == 0
+    assert size_for(False, eval_samples=5, seeds=4).eval_samples == 5
+    assert "8 sampled answers per item at the end" in size_for(False).describe()
+    assert "sampled" not in size_for(False, eval_samples=0).describe()
