@@ -25,8 +25,8 @@ The paper used them together, against pattern collapse in long generation window
 only show whether they cost learning.
 
 A diagnostic arm runs only when named: ``cispo+positive-only`` scales CISPO's negative advantages by 0
-(``negative_weight``), to measure what pushing wrong answers down does to greedy held-out accuracy, the
-one difference left between CISPO and rejection sampling once their weights are accounted for.
+(``negative_weight``), to measure what pushing wrong answers down does to held-out accuracy; against
+``rft`` it leaves only the two losses' weighting of the right answers different.
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ ARMS: tuple[Arm, ...] = (
     Arm("cispo+grad-clip-0.1", "rl", dict({**CISPO, "grad_clip": 0.1}), kind="stability"),
     Arm("cispo+late-eps-is", "rl", CISPO, late=dict({"eps_is_high": 0.5}), kind="stability"),
 )
-# Run only when named (`--arms`): why CISPO trails rejection sampling here. RFT imitates the verified
-# samples alone; this is CISPO with its negative half switched off.
+# Run only when named (`--arms`): CISPO with its negative half switched off, between CISPO (same weights,
+# plus the negative half) and RFT (the verified samples alone, weighted alike).
 DIAGNOSTIC_ARMS: tuple[Arm, ...] = (
     Arm("cispo+positive-only", "rl", dict({**CISPO, "negative_weight": 0.0}), kind="diagnostic"),
 )
