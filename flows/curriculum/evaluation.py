@@ -41,10 +41,17 @@ def pass_rate(
 
 
 def sampled_rate(
-    model, tokenizer, rows: Sequence[Mapping[str, Any]], max_new_tokens: int, reward_fn, *, samples: int
+    model,
+    tokenizer,
+    rows: Sequence[Mapping[str, Any]],
+    max_new_tokens: int,
+    reward_fn,
+    *,
+    samples: int,
+    temperature: float = 1.0,
 ) -> SampledPassRate:
-    """mean@k: how many of ``samples`` answers per item, sampled at temperature 1 as training samples,
-    solve it; prompts and stop tokens as `pass_rate`'s."""
+    """mean@k: how many of ``samples`` answers per item, sampled at the temperature training samples at
+    (``train.temperature``), solve it; prompts and stop tokens as `pass_rate`'s."""
     if not rows:
         raise InputError("no evaluation items")
     prompts = [encode_prompt(tokenizer, r) for r in rows]
@@ -56,6 +63,7 @@ def sampled_rate(
         samples=samples,
         max_new_tokens=max_new_tokens,
         stop_token_ids=stop_ids(tokenizer),
+        temperature=temperature,
     )
 
 

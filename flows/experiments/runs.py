@@ -108,11 +108,13 @@ def evaluate(model, tokenizer, rows: Sequence[Row], score, tc: TrainConfig) -> P
 def evaluate_sampled(
     model, tokenizer, rows: Sequence[Row], score, tc: TrainConfig, samples: int
 ) -> SampledPassRate | None:
-    """The second held-out view: mean@k over answers sampled at temperature 1 in the same window (every
-    run on the same sampling seed); None for ``samples`` = 0."""
+    """The second held-out view: mean@k over answers sampled as the run samples (its temperature, 1 by
+    default, and window; every run on the same sampling seed); None for ``samples`` = 0."""
     if not samples:
         return None
-    return sampled_rate(model, tokenizer, rows, tc.max_new_tokens, score, samples=samples)
+    return sampled_rate(
+        model, tokenizer, rows, tc.max_new_tokens, score, samples=samples, temperature=tc.temperature
+    )
 
 
 def _eval_steps(size: Size) -> set[int]:

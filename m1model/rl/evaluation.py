@@ -138,8 +138,8 @@ class SampledPassRate:
 
     ``rate`` is mean@k: the expected pass rate of one sampled answer, estimated from k per item (the way
     reasoning models' pass@1 is usually reported). Its interval treats the items as the sample (a normal
-    interval on the per-item solved fractions), since the k answers to one item are not independent of
-    each other's difficulty."""
+    interval on the per-item solved fractions): the k answers to one item share its difficulty, so they
+    are not k independent draws of the set's accuracy."""
 
     solved: tuple[int, ...]
     samples: int

@@ -14,7 +14,7 @@ from flows.experiments.arms import ARMS, FULL, QUICK, select
 from flows.experiments.estimates import Estimate, summarise, summary_json
 from flows.experiments.runs import RunResult
 from flows.experiments.summary import claim_check, goals_check, markdown
-from m1model.rl.evaluation import PassRate
+from m1model.rl.evaluation import PassRate, SampledPassRate
 
 
 @pytest.mark.slow
@@ -169,3 +169,31 @@ def test_size_for_takes_zero_sampled_answers_as_a_choice_not_the_default():
     assert size_for(False, eval_samples=5, seeds=4).eval_samples == 5
     assert "8 sampled answers per item at the end" in size_for(False).describe()
     assert "sampled" not in size_for(False, eval_samples=0).describe()
+
+
+def test_the_sampled_evaluation_samples_at_the_runs_temperature_and_none_for_zero(monkeypatch):
+    from flows.config import TrainConfig
+    from flows.curriculum import evaluation
+    from flows.experiments import runs
+
+    seen = {}
+
+    def spy(model, prompts, items, reward_fn, **kwargs):
+        seen.update(kwargs, prompts=len(prompts))
+        return SampledPassRate((1,) * len(items), kwargs["samples"])
+
+    monkeypatch.setattr(evaluation, "sampled_pass_rate", spy)
+    monkeypatch.setattr(evaluation, "encode_prompt", lambda tokenizer, row: [1, 2])
+    monkeypatch.setattr(evaluation, "stop_ids", lambda tokenizer: [0])
+    tc = TrainConfig(temperature=0.7, max_new_tokens=5)
+    rows = [{"id": "a"}, {"id": "b"}]
+    result = runs.evaluate_sampled(None, None, rows, None, tc, 3)
+    assert (result.n, result.samples) == (2, 3)
+    assert seen == {
+        "prompts": 2,
+        "samples": 3,
+        "max_new_tokens": 5,
+        "stop_token_ids": [0],
+        "temperature": 0.7,
+    }
+    assert runs.evaluate_sampled(None, None, rows, None, tc, 0) is None
