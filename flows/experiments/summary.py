@@ -336,7 +336,6 @@ def write_outputs(
     output.mkdir(parents=True, exist_ok=True)
     write_steps_csv(step_rows(results), output / "steps.csv")
     write_heldout_csv(results, warm_sampled, output / "heldout.csv")
-    info["warm_sampled"] = warm_sampled
     summaries, target = summarise(results, arms, window)
     atomic_write_text(output / "summary.json", json.dumps(summary_json(summaries, warm), indent=1) + "\n")
     title = f"({len(summaries[0].seeds) if summaries else 0} seeds per arm)"
@@ -350,6 +349,19 @@ def write_outputs(
             plot_reward(results, arms, output / "reward.png", f"training reward {title}"),
         ),
     ]
-    text = markdown(summaries, target, size, warm, window=window, images=images, **info)
-    atomic_write_text(output / "summary.md", text)
-    return output, markdown(summaries, target, size, warm, window=window, images=images, embed=True, **info)
+
+    def render(embed: bool) -> str:
+        return markdown(
+            summaries,
+            target,
+            size,
+            warm,
+            window=window,
+            warm_sampled=warm_sampled,
+            images=images,
+            embed=embed,
+            **info,
+        )
+
+    atomic_write_text(output / "summary.md", render(embed=False))
+    return output, render(embed=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
+from statistics import NormalDist, variance
 from typing import Any
 
 import torch
@@ -161,11 +161,8 @@ class SampledPassRate:
     def interval(self, confidence: float = 0.95) -> tuple[float, float]:
         if self.n < 2:
             return 0.0, 1.0
-        fractions = [s / self.samples for s in self.solved]
-        mean = sum(fractions) / self.n
-        var = sum((f - mean) ** 2 for f in fractions) / (self.n - 1)
-        half = _z(confidence) * math.sqrt(var / self.n)
-        return max(0.0, mean - half), min(1.0, mean + half)
+        half = _z(confidence) * math.sqrt(variance([s / self.samples for s in self.solved]) / self.n)
+        return max(0.0, self.rate - half), min(1.0, self.rate + half)
 
     def __str__(self) -> str:
         lo, hi = self.interval()
