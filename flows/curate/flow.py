@@ -49,6 +49,7 @@ from flows.curate.text import normalized
 from flows.data.synthetic_math import generate_for, load_benchmark
 from flows.datasets import CURATED, dataset_name
 from flows.errors import ConfigError, InputError
+from flows.lineage import RELEASE, config_inputs, file_digest, reuse_or_build
 from flows.runner import CACHED, ROW, Tasks, fingerprint, on_runner
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON, validate_items
 from flows.store import DatasetStore
@@ -133,17 +134,35 @@ PASS_RATE_POLICY = (
 )
 
 
+def curation_inputs(config: PipelineConfig, pass_rate: bool = True) -> dict:
+    """What the curated dataset is built from (flows/lineage.py): the settings curation reads, and its
+    source, benchmark and SFT files by content."""
+    cache = DatasetStore(config.home).root / "cache"
+    paths = [s.path for s in sources(config)] + [b.path for b in config.data.benchmarks]
+    paths += [config.curate.sft_path] if config.curate.sft_path else []
+    settings = config_inputs("curated", config)
+    if pass_rate and config.curate.pass_rate.enabled:  # filtered here too (`m1 curate run`)
+        settings |= config_inputs("pass-rate", config)
+    return {"config": settings, "files": {p: file_digest(p, cache) for p in paths}, "release": RELEASE}
+
+
 @flow(name="m1-curate", flow_run_name="{config.name}-curate", log_prints=True)
 def curate_flow(config: PipelineConfig = PipelineConfig(), pass_rate: bool = True) -> dict:  # noqa: B008
-    """Curate RL items into the dataset store; returns the curated dataset's manifest (as a dict) and
-    the final state of every task run.
+    """Curate RL items into the dataset store; returns the curated dataset's manifest (as a dict), why
+    it was built (``built_because``), whether this run reused it, and the final state of every task run.
 
-    The steps run as a subflow on the configured task runner (local threads, or Dask through
-    prefect-dask), with task results persisted in the store's cache folder; both settings travel with
-    the tasks to Dask workers. Deployments run this flow as it is. ``pass_rate=False`` leaves pass-rate
-    filtering to a later `pass_rate_flow` (the DAG filters with its own SFT model).
+    Nothing runs when the curated dataset's latest build was made from the same inputs (settings and
+    files by content): its recorded result is returned. Otherwise the steps run as a subflow on the
+    configured task runner (local threads, or Dask through prefect-dask), with task results persisted in
+    the store's cache folder; both settings travel with the tasks to Dask workers. Deployments run this
+    flow as it is. ``pass_rate=False`` leaves pass-rate filtering to a later `pass_rate_flow` (the DAG
+    filters with its own SFT model).
     """
-    return on_runner(curate_steps, config.runner, DatasetStore(config.home).root)(config, pass_rate)
+    store = DatasetStore(config.home)
+    build = lambda: on_runner(curate_steps, config.runner, store.root)(config, pass_rate)  # noqa: E731
+    name = dataset_name(config.name, CURATED)
+    inputs = curation_inputs(config, pass_rate)
+    return reuse_or_build(store, name, curate_flow.name, inputs, build, get_run_logger())
 
 
 @flow(name="m1-curate-steps", flow_run_name="{config.name}-curate-steps", log_prints=True)
@@ -212,7 +231,17 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
         step = PassRate(c.pass_rate, None, c.pass_rate.policy.model_dump_json(), {}, config.plugin_dirs)
         df = record(mapped(tasks, step, df, n), guarded=False)  # kept share: the policy's
 
-    manifest = write_outputs(store, config, items, df, quarantine, results, mappings)
+    per_source = [
+        {
+            "source": span.label,
+            "rows read": got.rows_read,
+            "quarantined at ingest": got.quarantined.height,
+            "rows in": span.hi - span.lo,
+            "rows out": int(span.mask(df[ROW]).sum()),
+        }
+        for span, got in zip(spans, inputs, strict=True)
+    ]
+    manifest = write_outputs(store, config, items, df, quarantine, results, mappings, per_source)
     logger.info("%d of %d tasks resumed from cache", tasks.cached, len(tasks.states))
     report(manifest.ref, results, quarantine, tasks.states)
     return {"manifest": json.loads(manifest.to_json()), "tasks": tasks.states}
@@ -233,6 +262,7 @@ def write_outputs(
     quarantine: pl.DataFrame,
     results: list[StepResult],
     mappings: list[dict] | None = None,
+    per_source: list[dict] | None = None,
 ):
     """Evidence first, the curated dataset last (the commit point, naming the evidence as parents)."""
     name = dataset_name(config.name, CURATED)
@@ -240,6 +270,8 @@ def write_outputs(
     params = config.data.model_dump(exclude=unused) | config.curate.model_dump(mode="json")
     if mappings:
         params["source_columns"] = mappings  # how each source's columns were read, inferred ones marked
+    if per_source:
+        params["per_source"] = per_source  # rows read, quarantined at ingest, in and out, per source
     evidence = {
         "clusters": [
             r.clusters.with_columns(pl.lit(r.count.step).alias("step"))
@@ -302,35 +334,76 @@ def report(
     create_markdown_artifact("\n".join(lines), key="curation-report", description=f"Curation of {ref}")
 
 
+def filter_source(store: DatasetStore, name: str) -> str:
+    """The version the pass-rate filter reads: the latest one a producer wrote (not one it filtered)."""
+    latest = store.manifest(name)
+    return latest.params.get("filtered_from", latest.ref)
+
+
+def pass_rate_inputs(config: PipelineConfig, source: str, policy_id: str) -> dict:
+    name, version = source.rsplit("@v", 1)
+    return {
+        "config": config_inputs("pass-rate", config),
+        "datasets": {name: int(version)},
+        "policy": policy_id,
+        "release": RELEASE,
+    }
+
+
+def policy_identity(c, default_policy: str | None) -> str:
+    """What samples the pass rates: the configured policy's settings, or the default checkpoint's id."""
+    # heavy: torch, transformers
+    from m1model.policy import checkpoint_id  # torch: only where a checkpoint samples
+
+    return c.policy.model_dump_json() if c.policy.configured else checkpoint_id(Path(default_policy or ""))
+
+
 @flow(name="m1-pass-rate", flow_run_name="{config.name}-pass-rate", log_prints=True)
 def pass_rate_flow(config: PipelineConfig, datasets: list[str], default_policy: str | None = None) -> dict:
     """Section 4.1's pass-rate filter over datasets already in the store: each gets a new version keeping
     the items with low < pass rate < high, the rest in its quarantine, and `filtered_from` naming the
-    version it filtered. The policy is `curate.pass_rate.policy`, else ``default_policy`` (a checkpoint:
-    in `m1 run`, the SFT warm start)."""
-    return on_runner(pass_rate_steps, config.runner, DatasetStore(config.home).root)(
-        config, datasets, default_policy
-    )
+    version it filtered (the latest one its producer wrote). The policy is `curate.pass_rate.policy`,
+    else ``default_policy`` (a checkpoint: in `m1 run`, the SFT warm start). Nothing runs for a dataset
+    whose filtered version was made from the same inputs (source version, policy, settings)."""
+    store, logger = DatasetStore(config.home), get_run_logger()
+    policy_id = policy_identity(config.curate.pass_rate, default_policy)
+    inputs = {name: pass_rate_inputs(config, filter_source(store, name), policy_id) for name in datasets}
+    todo = [name for name in datasets if store.reusable(name, "m1-pass-rate", inputs[name]) is None]
+    out: dict = {"manifests": {}, "tasks": []}
+    if todo:
+        for name in todo:
+            logger.info("%s: filtering (%s)", name, store.why_rebuilt(name, "m1-pass-rate", inputs[name]))
+        out = on_runner(pass_rate_steps, config.runner, store.root)(config, todo, default_policy, policy_id)
+        for name in todo:
+            manifest = out["manifests"][name]
+            store.record_built(
+                name, "m1-pass-rate", manifest["version"], inputs[name], {"manifest": manifest}
+            )
+    for name in datasets:
+        record = store.reusable(name, "m1-pass-rate", inputs[name])
+        store.make_latest(name, record["version"])
+        if name not in todo:
+            logger.info("%s@v%d: filtered from the same inputs before: reused", name, record["version"])
+        out["manifests"][name] = record["result"]["manifest"]
+    out["manifests"] = {name: out["manifests"][name] for name in datasets}
+    return out
 
 
 @flow(name="m1-pass-rate-steps", flow_run_name="{config.name}-pass-rate-steps", log_prints=True)
-def pass_rate_steps(config: PipelineConfig, datasets: list[str], default_policy: str | None) -> dict:
-    # heavy: torch, transformers
-    from m1model.policy import checkpoint_id  # torch: only where a checkpoint samples
-
+def pass_rate_steps(
+    config: PipelineConfig, datasets: list[str], default_policy: str | None, policy_id: str
+) -> dict:
     c = config.curate.pass_rate
     store = DatasetStore(config.home)
     tasks = Tasks()
-    policy_id = (
-        c.policy.model_dump_json() if c.policy.configured else checkpoint_id(Path(default_policy or ""))
-    )
     out = {}
     for name in datasets:
-        before = store.manifest(name)
-        df = store.read(name).with_row_index(ROW)
+        source = filter_source(store, name)
+        before = store.manifest(*_ref(source))
+        df = store.read(*_ref(source)).with_row_index(ROW)
         step = PassRate(c, default_policy, policy_id, DEFAULT_VERIFIERS, config.plugin_dirs)
         res = mapped(tasks, step, df, config.runner.shards)
-        old_quarantine = store.quarantine(name)
+        old_quarantine = store.quarantine(*_ref(source))
         removed = res.removed.drop(ROW).with_columns(pl.lit("pass-rate").alias("step"))
         quarantine = pl.concat(
             [q for q in (old_quarantine, removed) if q is not None], how="diagonal_relaxed"
@@ -362,3 +435,8 @@ def pass_rate_steps(config: PipelineConfig, datasets: list[str], default_policy:
         description=f"pass-rate filter over {c.k} samples per item",
     )
     return {"manifests": out, "tasks": tasks.states}
+
+
+def _ref(ref: str) -> tuple[str, int]:
+    name, version = ref.rsplit("@v", 1)
+    return name, int(version)

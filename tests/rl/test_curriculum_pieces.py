@@ -109,7 +109,10 @@ def config(tmp_path) -> PipelineConfig:
 def test_datasets_with_different_columns_are_read_together(tmp_path):
     store = DatasetStore(tmp_path / "home")
     store.write("t-curated", task_items(6))
-    store.write("extra", task_items(4, domain="logic", task="x").with_columns(pl.lit("s").alias("solution")))
+    extra = task_items(4, domain="logic", task="x").with_columns(
+        pl.lit("s").alias("solution"), pl.format("Puzzle {}: what comes next?", "id").alias("prompt")
+    )  # other prompts than the curated items' (a duplicate of an earlier dataset's item is left out)
+    store.write("extra", extra)
     text = CURRICULUM.replace('datasets = ["{run}-curated"]', 'datasets = ["{run}-curated", "extra"]')
     data = load_data(store, curriculum_of(tmp_path, text), "t", 0.5)
     assert data.refs == ["t-curated@v1", "extra@v1"]
@@ -175,7 +178,11 @@ def test_the_stage_table_shows_each_stage_and_its_state(config):
     ]
     assert rows[0]["mixture"] == {"math": 1.0} and rows[0]["overrides"] == {} and rows[0]["window_step"] == 0
     missing = config.model_copy(update={"name": "nodata"})
-    assert {r["state"] for r in stage_table(missing)} == {"pending (datasets missing)"}
+    assert {r["state"] for r in stage_table(missing)} == {"pending"}
+    assert {r["reason"] for r in stage_table(missing)} == {
+        f"datasets missing: dataset 'nodata-curated' does not exist in {DatasetStore(config.home).datasets} "
+        "(curriculum test reads it; `m1 run` builds every dataset, `m1 curate run` the curated one)"
+    }
     assert (
         plan(config, load_curriculum(config.train.curriculum), [], DatasetStore(config.home))[0].start
         == "base"
