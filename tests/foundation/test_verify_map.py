@@ -66,6 +66,17 @@ def test_no_row_scored_is_an_error_naming_how_many_and_why(tmp_path, args, line)
     assert [r["reward"] for r in rows] == [0.0, 0.0] and all("error" in r["details"] for r in rows)  # kept
 
 
+def test_a_field_already_mapped_gets_no_map_hint(tmp_path):
+    src = write_jsonl(tmp_path / "rows.jsonl", [{"model_output": "\\boxed{1}", "final_answer": None}] * 2)
+    out = tmp_path / "out.jsonl"
+    args = ["-o", str(out), "--map", "response=model_output", "--map", "reference=final_answer"]
+    res = CliRunner().invoke(app, ["verify", "-v", "math", "-i", str(src), *args])
+    assert str(res.exception) == (  # the column is there and mapped: its values are empty, not misnamed
+        f"{src}: no row scored: all 2 failed; commonest reason (2 rows): item has no `reference` answer; "
+        f"each row's error is in {out}"
+    )
+
+
 def test_the_commonest_reason_is_named_not_the_first(tmp_path):
     src = tmp_path / "rows.jsonl"
     src.write_text('{not json\n{"reference": "1"}\n{"reference": "2"}\n')
