@@ -121,17 +121,16 @@ def ingest(
     ] = 0.9,
 ) -> None:
     """Read a file into canonical RL items in the dataset store; bad rows are quarantined with a reason.
-    A file whose rows are mostly quarantined (a column read wrongly) is an error, and nothing is written."""
+    The file passes the source checks of `m1 run` first, and nothing is written when it fails one: a
+    file with no rows or no valid item, rows mostly quarantined (a column read wrongly), math items
+    with no reference (the answer column not found)."""
     # heavy: polars; not at m1 start-up
-    from flows.curate.guard import Span, check
-    from flows.curate.ingest import load_items
+    from flows.curate.ingest import check_source, load_items
     from flows.store import DatasetStore, StepCount
 
     mapping = parse_map(map_)
     got = load_items(input, source=source, mapping=mapping, domain=domain, split=split, preset=preset)
-    if got.rows_read:
-        span = Span(str(input), 0, got.rows_read, got.columns, got.mapping)
-        check(span, "ingest", got.rows_read, got.quarantined["reason"].to_list(), max_removed_share)
+    check_source(got, str(input), max_removed_share)
     manifest = DatasetStore().write(
         name,
         got.items,

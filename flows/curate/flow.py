@@ -32,7 +32,7 @@ from flows.artifacts import artifact_key
 from flows.config import DataConfig, PipelineConfig, SourceConfig
 from flows.curate import guard
 from flows.curate.guard import Span, reason_kind
-from flows.curate.ingest import ALIASES, Ingested, load_items, read_benchmark, read_table
+from flows.curate.ingest import Ingested, check_source, load_items, read_benchmark, read_table
 from flows.curate.result import StepResult
 from flows.curate.step_tasks import map_reduce, mapped
 from flows.curate.steps import (
@@ -48,7 +48,7 @@ from flows.curate.steps import (
 from flows.curate.text import normalized
 from flows.data.synthetic_math import generate_for, load_benchmark
 from flows.datasets import CURATED, dataset_name
-from flows.errors import ConfigError, InputError
+from flows.errors import ConfigError
 from flows.lineage import RELEASE, config_inputs, file_digest, reuse_or_build
 from flows.runner import CACHED, ROW, Tasks, fingerprint, on_runner
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON, validate_items
@@ -87,32 +87,6 @@ def read_source(spec: SourceConfig) -> Ingested:
     )
 
 
-def check_source(spec: SourceConfig, got: Ingested, max_share: float) -> Span:
-    """A source that yields no item, or whose rows ingest quarantined beyond `max_share`, or whose math
-    items all lack a reference (its answer column was not found), is an InputError naming the file."""
-    if got.items.height == 0:
-        first = got.quarantined[QUARANTINE_REASON][0] if got.quarantined.height else "the file is empty"
-        raise InputError(
-            f"{spec.path}: no valid items ({got.quarantined.height} rows quarantined; first: {first})"
-        )
-    span = Span(spec.path, 0, got.rows_read, got.columns, got.mapping)
-    guard.check(span, "ingest", got.rows_read, got.quarantined[QUARANTINE_REASON].to_list(), max_share)
-    math = got.items.filter(pl.col("domain") == "math")
-    if math.height and math["reference"].fill_null("").str.strip_chars().eq("").all():
-        column = got.mapping.get("reference")
-        why = (
-            f"every reference (column {column!r}) is empty"
-            if column
-            else f"no reference column (looked for {', '.join(ALIASES['reference'])})"
-        )
-        raise InputError(
-            f'{spec.path}: {why}; map the answer column, e.g. mapping = {{ reference = "COLUMN" }} under '
-            f"[[curate.sources]] (--map reference=COLUMN with `m1 curate ingest`); "
-            f"columns: {', '.join(got.columns)}"
-        )
-    return span
-
-
 def preflight(config: PipelineConfig, pass_rate: bool = True) -> None:
     """Read curation's inputs once, so that a bad file, mapping or setting fails in the first seconds
     with one line, before the Prefect server starts or anything is written: every source (as
@@ -120,7 +94,7 @@ def preflight(config: PipelineConfig, pass_rate: bool = True) -> None:
     same again (deployments start it without this)."""
     c = config.curate
     for spec in sources(config):
-        check_source(spec, read_source(spec), c.max_removed_share)
+        check_source(read_source(spec), spec.path, c.max_removed_share)
     benchmarks(config.data)
     if c.sft_path:
         read_table(c.sft_path, strict=True)
@@ -180,7 +154,7 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
         if spec is None:
             span = Span("the bundled generator", 0, got.items.height)
         else:
-            span = check_source(spec, got, c.max_removed_share)
+            span = check_source(got, spec.path, c.max_removed_share)
         spans.append(Span(span.label, start, start + got.items.height, span.columns, span.mapping))
         start += got.items.height
     items = pl.concat([i.items for i in inputs], how="vertical_relaxed").with_row_index(ROW)

@@ -40,7 +40,10 @@ def read_raw(path: str | Path, split: str | None = None) -> tuple[pl.DataFrame, 
     fmt = detect_format(path)
     broken = pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String})
     if fmt == "jsonl":
-        return _read_jsonl(path)
+        try:
+            return _read_jsonl(path)
+        except OSError as exc:  # no permission, an I/O error: the file exists but cannot be read
+            raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if fmt == "parquet":
         try:
             return pl.read_parquet(path), broken
