@@ -149,7 +149,7 @@ def plan(
             if note:  # say where the new start comes from
                 why = why.replace("start checkpoint replaced", f"start checkpoint replaced: {note}")
         elif behind:
-            state, why = "stale", f"stage {behind} before it is rerun"
+            state, why = "stale", f"an earlier stage ({behind}) is rerun first"
         else:
             state, why = "done", ""
         out.append(StagePlan(stage.name, fp, start, state, rec.get("fingerprint"), previous, inputs, why))

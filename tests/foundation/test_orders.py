@@ -30,7 +30,12 @@ SMALL = USER | {
         "train_prompts": 6,
         "eval_prompts": 3,
         "judge_steps": 5,
-        "judge_model": {"hidden_size": 32, "num_hidden_layers": 2, "intermediate_size": 32, "vocab_size": 300},
+        "judge_model": {
+            "hidden_size": 32,
+            "num_hidden_layers": 2,
+            "intermediate_size": 32,
+            "vocab_size": 300,
+        },
     },
     "swe": {"enabled": False},
 }
@@ -78,7 +83,10 @@ def test_curate_run_then_train_curriculum_twice(setup):
     assert "sft step" not in log and "reasoning step" not in log  # nothing trained
     assert versions(home) == built
     curate = m1("curate", "run", env=env, config=config)
-    assert "order-curated@v1 unchanged (same inputs as when it was built): reused" in curate.stdout + curate.stderr
+    assert (
+        "order-curated@v1 unchanged (same inputs as when it was built): reused"
+        in curate.stdout + curate.stderr
+    )
     assert versions(home) == built
 
 
@@ -96,7 +104,13 @@ def test_tasks_then_run_then_every_command_again(setup):
     log = again.stdout + again.stderr
     assert versions(home) == built
     assert (home / "runs" / "order" / "report.md").read_text() == report
-    for words in ("building", "sft step", "reasoning step", "judge trained", "Beginning subflow run 'order-curate-steps'"):
+    for words in (
+        "building",
+        "sft step",
+        "reasoning step",
+        "judge trained",
+        "Beginning subflow run 'order-curate-steps'",
+    ):
         assert words not in log, words
     assert "before: evaluated on the same inputs before: reused" in log
     assert "reused" in again.stdout and "built" not in again.stdout.split("report:")[0].split("this run")[1]
@@ -113,7 +127,9 @@ def test_tasks_then_run_then_every_command_again(setup):
     rows = {line.split("│")[1].strip(): line for line in plan.stdout.splitlines() if line.count("│") >= 3}
     assert "reuse" in rows["order-curated@v1"] and "reuse" in rows["base model"]
     assert "train" in rows["stage reasoning"] and "train.rl_lr 0.0001 -> 0.0002" in rows["stage reasoning"]
-    assert "train" in rows["stage length-window"] and "stage reasoning is rerun" in rows["stage length-window"]
+    assert (
+        "train" in rows["stage length-window"] and "stage reasoning is rerun" in rows["stage length-window"]
+    )
     listed = json.loads(m1("train", "list-stages", "--json", env=env, config=config).stdout)
     assert [(r["state"], r["reason"]) for r in listed] == [
         ("stale", "train.rl_lr 0.0001 -> 0.0002"),
