@@ -310,7 +310,8 @@ def run(
     set_: SetOpt = None,
     runner: Annotated[str | None, typer.Option(help="local or dask (overrides runner.kind).")] = None,
 ) -> None:
-    """The whole curation flow into the dataset store (a Prefect flow run with cached steps)."""
+    """The whole curation flow into the dataset store (a Prefect flow run with cached steps); nothing
+    runs when the curated dataset was built from the same settings and files before."""
     # heavy: prefect, polars; not at m1 start-up
     from flows.config import load_config
     from flows.curate.flow import curate_flow, preflight
@@ -333,7 +334,19 @@ def run(
             source["mapping"], source["inferred"], source.get("preset"), source.get("detected", False)
         )
         console.print(f"{source['path']}: columns {cols}", highlight=False)
+    store = DatasetStore(cfg.home).root
+    if out["reused"]:
+        console.print(
+            f"unchanged: built from the same inputs before (built because: {out['built_because']}); nothing "
+            f"ran; store: {store}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     cached = sum(state == "Cached" for _, state in out["tasks"])
     console.print(
-        f"{cached} of {len(out['tasks'])} tasks resumed from cache; store: {DatasetStore(cfg.home).root}"
+        f"built because: {out['built_because']}; {cached} of {len(out['tasks'])} tasks resumed from cache; "
+        f"store: {store}",
+        highlight=False,
+        soft_wrap=True,
     )

@@ -42,7 +42,7 @@ def planted_kind(df: pl.DataFrame) -> list[str | None]:
     return [json.loads(m).get("planted") for m in df["metadata"]]
 
 
-def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_path):
+def test_flow_removes_planted_rows_and_a_rerun_reuses_it_or_hits_the_cache(prefect_harness, tmp_path):
     from flows.curate.flow import curate_flow as run
 
     cfg = tiny_config(tmp_path / "home")
@@ -66,12 +66,19 @@ def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_pat
     assert "Cached" not in {state for _, state in out["tasks"]}
     assert len(list((tmp_path / "home" / "cache").iterdir())) >= 17  # persisted task results
     assert len(out["tasks"]) == 1 + 3 * 5 + 1  # generate, 5 steps over 3 shards, the MinHash reduce
-    # The rerun, through the CLI: every task resumes from cache, and the output is the same.
+    # The rerun, through the CLI: the same inputs, so nothing runs ...
     config_file = tmp_path / "curate.json"
     config_file.write_text(cfg.model_dump_json())
     res = CliRunner().invoke(app, ["curate", "run", "--config", str(config_file)], terminal_width=200)
     assert res.exit_code == 0, res.output
-    assert "17 of 17 tasks resumed from cache" in res.output
+    assert (
+        "unchanged: built from the same inputs before (built because: first build); nothing ran" in res.output
+    )
+    # ... and with the record of what built it gone, every task resumes from cache, to the same output.
+    (tmp_path / "home" / "datasets" / "t-curated" / "BUILT_FROM.json").unlink()
+    res = CliRunner().invoke(app, ["curate", "run", "--config", str(config_file)], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    assert "built because: first build; 17 of 17 tasks resumed from cache" in res.output
     assert store.versions("t-curated") == [1] and store.read("t-curated").equals(curated)  # same content
     assert store.versions("t-curated-clusters") == [1] and store.versions("t-curated-matches") == [1]
 
