@@ -78,10 +78,26 @@ def run(
         )
     for note in result["notes"]:
         console.print(f"[dim]{note}[/]")
+    console.print(this_run(result), highlight=False, soft_wrap=True)
     for line in result["heldout"]:  # "gain on math: 12/100 -> 20/100 (...)", "no gain on logic: ..."
         console.print(f"held-out {line}", highlight=False, soft_wrap=True)
     console.print(f"report: {result['report']}", highlight=False)
     console.print(ui_hint(state.state_details.flow_run_id, cfg.name), highlight=False, soft_wrap=True)
+
+
+def this_run(result: dict) -> str:
+    """One line: what this run built and trained, and what it reused as it was."""
+    built = [s["dataset"] for s in result["subflows"] if s["this run"] == "built"]
+    trained = [s["stage"] for s in result["stages"] if not s.get("reused")]
+    reused = sum(s["this run"] == "reused" for s in result["subflows"]) + sum(
+        bool(s.get("reused")) for s in result["stages"]
+    )
+    if not built and not trained:
+        return f"this run: nothing built or trained ({reused} things reused: their inputs are unchanged)"
+    return (
+        f"this run: built {', '.join(built) or 'no dataset'}; trained {', '.join(trained) or 'no stage'}; "
+        f"{reused} things reused"
+    )
 
 
 def print_plan(cfg) -> None:

@@ -80,6 +80,7 @@ class StageResult:
     notes: list[str] = field(default_factory=list)
     samples: str = ""
     reason: str = ""  # why its final model was (re)built: "first build", what changed, "--restart"
+    reused: bool = False  # this run reused it as it was (done, built from the same inputs)
 
     @classmethod
     def read(cls, paths: StagePaths) -> StageResult | None:
@@ -99,6 +100,7 @@ class StageResult:
             s.get("notes", []),
             s.get("samples", ""),
             recorded(paths.final).get("reason", ""),
+            reused=True,
         )
 
     def summary(self) -> dict[str, Any]:
@@ -119,6 +121,7 @@ class StageResult:
             "plots": self.plots,
             "samples": self.samples,
             "reason": self.reason,
+            "reused": self.reused,
         }
 
 

@@ -200,3 +200,22 @@ def test_the_trainer_gets_every_loss_setting_and_the_stages_window():
     assert (loss.eps_is_low, loss.eps_is_high) == (0.5, 2.0)
     assert (rl.max_new_tokens, rl.max_new_tokens_limit, rl.window_step) == (4, stage.max_new_tokens, 2)
     assert rl.stop_token_ids == () and rl.pad_token_id == 0
+
+
+def test_a_curated_dataset_no_one_built_is_left_out_of_training_with_a_note(tmp_path, monkeypatch):
+    """The training commands build the generated datasets they lack but never the user's curated data:
+    a curriculum without it drops it (and the math it alone supplies) and says so; `m1 run`, which
+    curates first, keeps it; once it is in the store it is read."""
+    monkeypatch.delenv("M1_GENRM_URL", raising=False)
+    config = PipelineConfig(name="fresh", home=str(tmp_path / "home"), genrm={"enabled": False})
+    curriculum, notes = active_curriculum(config)
+    assert "{run}-curated" not in curriculum.datasets
+    assert (
+        "dataset {run}-curated: not in the store (fresh-curated: `m1 curate run` or `m1 run` builds it)"
+        in notes
+    )
+    assert "stage reasoning: mixture without math" in notes
+    assert all("math" not in s.mixture for s in curriculum.stages) and curriculum.stages
+    assert "{run}-curated" in active_curriculum(config, builds_curated=True)[0].datasets
+    DatasetStore(config.home).write("fresh-curated", task_items(2))
+    assert "{run}-curated" in active_curriculum(config)[0].datasets
