@@ -208,8 +208,9 @@ def _describe(key: str, old: Any, new: Any) -> str:
     if group == "release":
         return f"m1-pipeline {old} -> {new}"
     what = name if group == "config" else f"{group} {name}" if name else group
-    was = "absent" if old is None and group != "config" else _short(old)
-    now = "absent" if new is None and group != "config" else _short(new)
+    field = group == "config" and "[" not in name  # a config field exists on both sides (None is a value)
+    was = "absent" if old is None and not field else _short(old)
+    now = "absent" if new is None and not field else _short(new)
     return f"{what} {was} -> {now}"
 
 
@@ -223,15 +224,23 @@ def changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
 
 
 def _leaves(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Inputs as comparable leaves: each group's fields one by one (config fields are dotted already)."""
+    """Inputs as comparable leaves: each group's fields one by one (config fields are dotted already), a
+    list of tables item by item (``curate.sources[0].mapping.reference``)."""
     out: dict[str, Any] = {}
     for group, value in inputs.items():
         if isinstance(value, Mapping) and value:
             leaves = value if group == "config" else flatten(value)
-            out |= {f"{group}.{k}": v for k, v in leaves.items()}
+            for k, v in leaves.items():
+                out |= _items(f"{group}.{k}", v)
         else:
             out[group] = value
     return out
+
+
+def _items(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        return {f"{key}[{i}].{k}": v for i, item in enumerate(value) for k, v in flatten(item).items()}
+    return {key: value}
 
 
 def reason(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:

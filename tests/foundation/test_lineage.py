@@ -207,6 +207,17 @@ def test_a_file_a_thing_reads_is_an_input_by_content(tmp_path):
     assert changes(first, second) == [f"{source} changed"]
 
 
+def test_a_sources_mapping_is_an_input_named_where_it_changed(tmp_path):
+    source = {"path": "mine.jsonl", "mapping": {"prompt": "question"}}
+    config = PipelineConfig.model_validate({"curate": {"sources": [source]}})
+    other = PipelineConfig.model_validate(
+        {"curate": {"sources": [source | {"mapping": {"prompt": "question", "reference": "answer"}}]}}
+    )
+    assert changes(curation_inputs(config, False), curation_inputs(other, False)) == [
+        "curate.sources[0].mapping.reference absent -> answer"
+    ]
+
+
 def test_reasons_name_each_changed_input_old_to_new():
     old = {
         "config": {"train.rl_lr": 0.0001, "train.seed": 0},
