@@ -250,5 +250,12 @@ def test_reasons_name_each_changed_input_old_to_new():
     assert changes(old, old) == [] and changes(None, new) == ["not built yet"]
 
 
+def test_a_prefix_covers_the_fields_under_it_not_longer_names():
+    from flows.lineage import _under
+
+    assert _under("train.seed", ("train.seed",)) and _under("train.length_bias.window", ("train",))
+    assert not _under("train.seed_offset", ("train.seed",)) and not _under("evaluation", ("eval",))
+
+
 def test_flatten_keeps_lists_whole():
     assert flatten({"a": {"b": [1, 2], "c": {}}, "d": 3}) == {"a.b": [1, 2], "a.c": {}, "d": 3}

@@ -225,3 +225,14 @@ def test_a_record_from_before_inputs_were_kept_says_so(config):
         "stale",
         "built before its inputs were recorded",
     )
+
+
+def test_the_base_counts_a_pass_rate_filtered_version_as_the_one_it_was_filtered_from(config):
+    """The pass-rate filter samples the base itself: the version it derives must not make the base stale
+    (base_refs), while a new version from curation does."""
+    store = DatasetStore(config.home)
+    first = base_state(config, ["t-curated@v1"], store)[0]
+    store.write("t-curated", items(3), params={"filtered_from": "t-curated@v1"})
+    assert base_state(config, ["t-curated@v2"], store)[0] == first
+    store.write("t-curated", items(2))
+    assert base_state(config, ["t-curated@v3"], store)[0] != first
