@@ -142,7 +142,7 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     create_table_artifact(
         result.table(), key=artifact_key(config.name, "genrm-eval"), description="judge evaluation"
     )
-    markdown = eval_markdown(result, png, folder, trained)
+    markdown = eval_markdown(result, png, folder)
     if gate := result.gate():
         markdown += (
             f"\n**Not used for training**: {gate}. The `general` stage is switched off (`genrm.gate = false` "
@@ -175,13 +175,15 @@ def _ref(ref: str) -> tuple[str, int]:
     return name, int(version)
 
 
-def eval_markdown(result, png: Path, folder: Path, trained: bool) -> str:
+def eval_markdown(result, png: Path, folder: Path) -> str:
+    """The judge's evaluation as a report section: what the judge is, never whether this run trained it
+    (an unchanged rerun writes the same report; the log says it was reused)."""
     rows = "\n".join(
         f"| {r['metric']} | {r['value']} | {'' if r['baseline'] is None else r['baseline']} | {r['note']} |"
         for r in result.table()
     )
     return (
-        f"## Judge `{folder}` ({'trained in this run' if trained else 'reused: same inputs'})\n\n"
+        f"## Judge `{folder}`\n\n"
         "| metric | value | baseline | note |\n|---|---|---|---|\n"
         f"{rows}\n\n{embed_png(png, 'judge evaluation')}\n"
     )
