@@ -236,11 +236,11 @@ def test_an_evaluation_on_the_same_inputs_is_reused_and_reruns_when_one_changes(
     n = len(decoded)
     again = evaluate(config, str(home / "policy"), "before")
     assert len(decoded) == n and again == first  # nothing decoded, the same result
-    fewer = evaluate(apply_overrides(config, ["eval.n_items=1"]), str(home / "policy"), "before")
-    assert len(decoded) > n and fewer["items"]["math"] == 1
-    n = len(decoded)
     save_policy(
         fresh_model(config.model.model_copy(update={"seed": 1}), tokenizer), tokenizer, home / "policy"
     )
     evaluate(config, str(home / "policy"), "before")  # the checkpoint's weights changed under its path
     assert len(decoded) > n
+    n = len(decoded)
+    fewer = evaluate(apply_overrides(config, ["eval.n_items=1"]), str(home / "policy"), "before")
+    assert len(decoded) > n and fewer["items"]["math"] == 1
