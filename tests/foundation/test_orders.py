@@ -71,6 +71,15 @@ def setup(tmp_path):
 def test_curate_run_then_train_curriculum_twice(setup):
     config, home, env = setup
     m1("curate", "run", env=env, config=config)
+    listed = json.loads(m1("train", "list-stages", "--json", env=env, config=config).stdout)
+    assert [(r["stage"], r["state"]) for r in listed] == [
+        ("reasoning", "pending"),
+        ("general", "pending"),  # the judge is not trained yet: nothing gates the general stage
+        ("length-window", "pending"),
+    ]
+    assert all(
+        r["reason"].startswith("datasets missing: dataset 'order-synlogic' does not exist") for r in listed
+    )
     first = m1("train", "curriculum", env=env, config=config)
     assert "stage general: switched off" in first.stdout + first.stderr
     assert "reasoning" in first.stdout and "length-window" in first.stdout
@@ -82,6 +91,11 @@ def test_curate_run_then_train_curriculum_twice(setup):
     assert "stage length-window: done, built from the same inputs: reused" in log
     assert "sft step" not in log and "reasoning step" not in log  # nothing trained
     assert versions(home) == built
+    listed = json.loads(m1("train", "list-stages", "--json", env=env, config=config).stdout)
+    assert [(r["stage"], r["state"], r["done"]) for r in listed] == [
+        ("reasoning", "done", True),
+        ("length-window", "done", True),
+    ]
     curate = m1("curate", "run", env=env, config=config)
     assert (
         "order-curated@v1 unchanged (same inputs as when it was built): reused"
@@ -133,6 +147,6 @@ def test_tasks_then_run_then_every_command_again(setup):
     listed = json.loads(m1("train", "list-stages", "--json", env=env, config=config).stdout)
     assert [(r["state"], r["reason"]) for r in listed] == [
         ("stale", "train.rl_lr 0.0001 -> 0.0002"),
-        ("stale", "start checkpoint replaced: stage reasoning is rerun; train.rl_lr 0.0001 -> 0.0002"),
+        ("stale", "train.rl_lr 0.0001 -> 0.0002; start checkpoint replaced: stage reasoning is rerun"),
     ]
     assert versions(home) == built  # planning and listing write nothing
