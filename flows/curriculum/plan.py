@@ -21,7 +21,7 @@ from flows.curriculum.fingerprint import base_inputs, stage_inputs
 from flows.curriculum.layout import stage_paths
 from flows.curriculum.mixture import CurriculumData, run_data
 from flows.curriculum.settings import stage_train_config
-from flows.datasets import GENERAL, PRODUCERS, dataset_name, kind_of, produced
+from flows.datasets import GENERAL, KINDS, PRODUCERS, dataset_name, kind_of, produced
 from flows.errors import ConfigError, InputError
 from flows.lineage import fingerprint, reason
 from flows.store import DatasetStore
@@ -47,6 +47,7 @@ def active_curriculum(config: PipelineConfig, builds_curated: bool = False) -> t
     def missing(kind: str) -> bool:
         return (
             not builds_curated
+            and kind in KINDS
             and kind not in PRODUCERS
             and store.latest(dataset_name(config.name, kind)) is None
         )
