@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -194,6 +195,25 @@ def bench_compare(
     dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!flows/bench/history"))
     here = head[:7] + ("+dirty" if dirty else "")
     log = Path(tempfile.mkdtemp(prefix="m1-bench-compare-")) / "output.log"
+    # A stopped compare (SIGTERM) unwinds like Ctrl-C: the running bench is killed, the export removed.
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        _compare(console, rev, chosen, rounds, everything, bench_args.split(), folder, here, log)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _compare(
+    console: Console,
+    rev: str,
+    chosen: list[str],
+    rounds: int,
+    everything: bool,
+    args: list[str],
+    folder: Path | None,
+    here: str,
+    log: Path,
+) -> None:
     with exported(rev) as (commit, tree):
         there = benches_at(tree)
         missing = [n for n in chosen if n not in there]
@@ -201,7 +221,6 @@ def bench_compare(
             console.print(f"not at {commit[:7]}, skipped: {', '.join(missing)}", highlight=False)
         session = f"compare {commit[:7]} vs {here} {time.strftime('%Y%m%dT%H%M%S')}"
         console.print(f"{session}; the benches' own output goes to {log}", highlight=False)
-        args = bench_args.split()
         for bench in [n for n in chosen if n in there]:
             runs: dict[str, list[dict]] = {"rev": [], "head": []}
             for r in range(rounds):
