@@ -10,6 +10,7 @@ none ("?": run the bench again at the same commit to measure it).
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Annotated
@@ -156,16 +157,22 @@ def bench_report(
 
 def readme_table(folder: Path, key: str) -> str:
     """The README's benchmark table: each bench's headlines at its latest version on machine `key`, with
-    default options (the median of that version's runs, their number and the others' load)."""
+    the options of its latest run there (the median of that version's runs, their number, the others'
+    load, and the options where they are not the defaults)."""
     lines = [
+        f"Measured on {key} (the median of each bench's latest commit's runs there, their range where it ran "
+        "more than once):",
+        "",
         "| bench | figure | value | goal | runs | commit, date | others' load (cores) |",
         "|---|---|---|---|---|---|---|",
     ]
     for bench in [*bench_names(), *[b for b in recorded_benches(folder) if b not in bench_names()]]:
-        runs = select(read(bench, folder), key).get("{}", [])
-        if not runs:
+        by_options = select(read(bench, folder), key)
+        if not by_options:
             continue
+        options, runs = next(iter(by_options.items()))  # the options of the latest run
         history = groups(runs)
+        name = f"`{bench}`" + (f" ({_options(options)})" if options != "{}" else "")
         latest = history[-1]
         for h in headlines(bench, latest):
             value = latest.median(h.figure)
@@ -180,10 +187,15 @@ def readme_table(folder: Path, key: str) -> str:
                 shown += f" ({fmt(min(values), like)}-{fmt(max(values), like)})"
             date = max(r["date"] for r in latest.records)[:10]
             lines.append(
-                f"| `{bench}` | {_cell(h.label)} | {shown} | {goal} | {len(latest.records)} | "
+                f"| {name} | {_cell(h.label)} | {shown} | {goal} | {len(latest.records)} | "
                 f"{latest.version}, {date} | {load_range(latest)} |"
             )
     return "\n".join(lines)
+
+
+def _options(options: str) -> str:
+    given = json.loads(options)
+    return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in given.items())
 
 
 def _cell(text: str) -> str:
