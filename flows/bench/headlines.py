@@ -94,7 +94,10 @@ HEADLINES: dict[str, list[Headline]] = {
         ),
     ],
     "rl": [
-        Headline("vs TRL GRPOTrainer", "seconds per generation batch | m1model RLTrainer | speed-up vs TRL")
+        Headline(
+            "vs TRL GRPOTrainer",
+            "seconds per generation batch : P=8 x G=8 | m1model RLTrainer | speed-up vs TRL",
+        )
     ],
     "swe": [
         Headline(

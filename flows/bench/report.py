@@ -182,8 +182,8 @@ def readme_table(folder: Path, key: str) -> str:
             goal = f"{h.goal}{' (met)' if ok else ' (not met)' if ok is not None else ''}" if h.goal else ""
             shown = fmt(value, latest.text(h.figure)) if value is not None else latest.text(h.figure)
             values = latest.values(h.figure)
-            if len(values) > 1:
-                like = latest.text(h.figure)
+            like = latest.text(h.figure)
+            if len(values) > 1 and fmt(min(values), like) != fmt(max(values), like):
                 shown += f" ({fmt(min(values), like)}-{fmt(max(values), like)})"
             date = max(r["date"] for r in latest.records)[:10]
             lines.append(
