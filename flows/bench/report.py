@@ -138,7 +138,9 @@ def bench_report(
             )
             continue
         for key in targets:
-            last = [r for r in records if machine_key(r.get("machine", {})) == key]
+            last = sorted(
+                (r for r in records if machine_key(r.get("machine", {})) == key), key=lambda r: r["date"]
+            )
             if last and last[-1].get("status") != "ok":
                 console.print(
                     f"[bold red]{bench}: the latest run ({last[-1]['commit'][:7]}, {last[-1]['date']}) "

@@ -215,6 +215,17 @@ def test_report_marks_the_ratio_that_moved(tmp_path, monkeypatch):
     assert "no run on" in other.output
 
 
+def test_report_says_when_the_latest_run_failed_whatever_the_line_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("M1_BENCH_HISTORY", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "250")
+    failed = {**rec("c", 3, {}), "status": "error: RuntimeError: diverged"}
+    lines = [failed, *toy_history()]  # a union merge may put a later record first
+    (tmp_path / "toy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    out = CliRunner().invoke(app, ["bench", "report", "toy"]).output
+    assert "toy: the latest run (ccccccc, 2026-12-03T10:00:00Z) failed: error: RuntimeError: diverged" in out
+    assert "bbbbbbb (2 run(s)" in out  # the figures are still the latest successful runs'
+
+
 def test_records_of_other_machines_and_options_are_not_compared():
     other = {**rec("b", 2, {"x": 1.0}), "machine": {**HERE, "cpu": "AMD EPYC"}}
     small = {**rec("b", 2, {"x": 1.0}), "args": {"docs": 1000}}
