@@ -8,7 +8,8 @@ records of the same bench, machine (CPU model, cores, instruction-set extensions
 Runs of one code version (a commit, or a commit with uncommitted changes) form a group; groups are
 ordered by their commit's date. A figure's run-to-run spread is measured, not assumed: the relative range
 (max - min) / median of its runs within a group, the median of that over the latest groups that ran
-more than once. A figure moved between two groups when their medians differ by more than that spread.
+more than once. A figure moved between two groups when their medians differ by more than that spread
+and, where both groups ran more than once, their runs do not overlap.
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ class Change:
     latest: float | None
     previous: float | None
     spread: float | None
+    runs: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())  # the previous and the latest values
 
     @property
     def relative(self) -> float | None:
@@ -182,9 +184,14 @@ class Change:
 
     @property
     def moved(self) -> bool | None:
-        """Beyond the spread (True), within it (False), or unknown (no previous value or no spread)."""
+        """Beyond the spread (True), within it (False), or unknown (no previous value or no spread).
+        Where both versions ran more than once, their own runs must also lie apart: a median that moved
+        by more than the usual spread while the runs overlap is a noisier session, not a change."""
         if self.relative is None or self.spread is None:
             return None
+        before, after = self.runs
+        if len(before) > 1 and len(after) > 1 and not (max(before) < min(after) or max(after) < min(before)):
+            return False
         return abs(self.relative) > self.spread
 
 
@@ -192,7 +199,8 @@ def change(history: list[Group], figure: str) -> Change:
     """The latest group's median against the previous group's, with the figure's spread."""
     latest = history[-1].median(figure) if history else None
     previous = history[-2].median(figure) if len(history) > 1 else None
-    return Change(figure, latest, previous, spread(history, figure))
+    runs = tuple(tuple(g.values(figure)) for g in history[-2:]) if len(history) > 1 else ((), ())
+    return Change(figure, latest, previous, spread(history, figure), runs)
 
 
 def select(records: list[dict], machine: str | None, ok_only: bool = True) -> dict[str, list[dict]]:

@@ -189,6 +189,12 @@ def test_spread_is_measured_from_repeat_runs_and_a_move_is_beyond_it():
     assert fast.latest == pytest.approx(1.625) and fast.previous == pytest.approx(2.05) and fast.moved
     noisy = change(history, "t | noisy | vs base")  # +0%-ish change inside a spread of ~30%
     assert noisy.moved is False
+    # the median moved by more than the usual spread, but the latest runs overlap the previous ones
+    overlap = [rec("a", 1, {"x": v}) for v in (1.0, 1.01, 1.02)] + [
+        rec("b", 2, {"x": v}) for v in (1.005, 1.1, 1.12)
+    ]
+    c = change(groups(overlap, times={}), "x")
+    assert abs(c.relative) > c.spread and c.moved is False
     single = groups([rec("a", 1, {"x": 1.0}), rec("b", 2, {"x": 2.0})], times={})
     assert spread(single, "x") is None and change(single, "x").moved is None  # no repeats: unknown
 
