@@ -194,11 +194,10 @@ def bench_compare(
     head = git("rev-parse", "HEAD")
     dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!flows/bench/history"))
     here = head[:7] + ("+dirty" if dirty else "")
-    log = Path(tempfile.mkdtemp(prefix="m1-bench-compare-")) / "output.log"
     # A stopped compare (SIGTERM) unwinds like Ctrl-C: the running bench is killed, the export removed.
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        _compare(console, rev, chosen, rounds, everything, bench_args.split(), folder, here, log)
+        _compare(console, rev, chosen, rounds, everything, bench_args.split(), folder, here)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -212,9 +211,10 @@ def _compare(
     args: list[str],
     folder: Path | None,
     here: str,
-    log: Path,
 ) -> None:
     with exported(rev) as (commit, tree):
+        # Kept after the compare: the benches' own output, for a reader of the table.
+        log = Path(tempfile.mkdtemp(prefix="m1-bench-compare-")) / "output.log"
         there = benches_at(tree)
         missing = [n for n in chosen if n not in there]
         if missing:
