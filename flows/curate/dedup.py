@@ -19,16 +19,27 @@ from flows.curate.text import normalized
 from flows.schema import require_columns
 
 
-def _clusters(df: pl.DataFrame, id_column: str, rep: np.ndarray, similarity: np.ndarray) -> pl.DataFrame:
-    ids = df[id_column]
-    return pl.DataFrame(
-        {
-            "id": ids,
-            "cluster": ids.gather(rep),
-            "kept": rep == np.arange(df.height),
-            "similarity": similarity,
-        }
-    )
+def labelled(
+    df: pl.DataFrame,
+    id_column: str,
+    cluster: pl.Series,
+    kept: np.ndarray,
+    similarity: np.ndarray,
+    step: str,
+    summary: str,
+    what: str,
+    measure: str,
+) -> StepResult:
+    """The step's result from each row's cluster (the id of its cluster's kept row), whether it is that
+    row, and its similarity to it: the one place that words a dedup step's clusters and reasons (the
+    one-process steps below, and the distributed engine per partition)."""
+    clusters = pl.DataFrame({"id": df[id_column], "cluster": cluster, "kept": kept, "similarity": similarity})
+    reason = clusters.select(
+        pl.when(pl.col("kept"))
+        .then(None)
+        .otherwise(pl.format(f"{what} of {{}} ({measure} {{}})", "cluster", pl.col("similarity").round(3)))
+    ).to_series()
+    return split_by_reason(df, reason, step, summary, clusters=clusters)
 
 
 def _result(
@@ -41,13 +52,29 @@ def _result(
     what: str,
     measure: str,
 ) -> StepResult:
-    clusters = _clusters(df, id_column, rep, similarity)
-    reason = clusters.select(
-        pl.when(pl.col("kept"))
-        .then(None)
-        .otherwise(pl.format(f"{what} of {{}} ({measure} {{}})", "cluster", pl.col("similarity").round(3)))
-    ).to_series()
-    return split_by_reason(df, reason, step, summary, clusters=clusters)
+    cluster = df[id_column].gather(rep)
+    return labelled(
+        df, id_column, cluster, rep == np.arange(df.height), similarity, step, summary, what, measure
+    )
+
+
+EXACT = (
+    "exact-dedup",
+    "same text after normalisation (NFKC, case, whitespace)",
+    "exact duplicate",
+    "normalised",
+)
+
+
+def minhash_wording(threshold: float, num_perm: int, shingle_size: int) -> tuple[str, str, str, str]:
+    """MinHash dedup's step name, summary and reason words (`labelled`'s last four arguments)."""
+    return (
+        "minhash-dedup",
+        f"near-duplicates: word {shingle_size}-gram Jaccard >= {threshold} "
+        f"(MinHash LSH, {num_perm} permutations)",
+        "near-duplicate",
+        "jaccard",
+    )
 
 
 def exact_dedup(df: pl.DataFrame, text_column: str = "prompt", id_column: str = "id") -> StepResult:
@@ -61,16 +88,7 @@ def exact_dedup(df: pl.DataFrame, text_column: str = "prompt", id_column: str = 
     first = pl.DataFrame({"k": key, "i": idx}).select(pl.col("i").first().over("k"))["i"].to_numpy()
     empty = (key.is_null() | (key == "")).to_numpy()
     rep = np.where(empty, np.arange(df.height), first)
-    return _result(
-        df,
-        id_column,
-        rep,
-        np.ones(df.height),
-        "exact-dedup",
-        "same text after normalisation (NFKC, case, whitespace)",
-        "exact duplicate",
-        "normalised",
-    )
+    return _result(df, id_column, rep, np.ones(df.height), *EXACT)
 
 
 def minhash_dedup(
@@ -104,17 +122,7 @@ def minhash_dedup(
     moved = np.flatnonzero(rep != np.arange(df.height))
     if len(moved):
         similarity[moved] = jaccard(nd.shingles, np.stack([rep[moved], moved], axis=1))
-    return _result(
-        df,
-        id_column,
-        rep,
-        similarity,
-        "minhash-dedup",
-        f"near-duplicates: word {shingle_size}-gram Jaccard >= {threshold} "
-        f"(MinHash LSH, {num_perm} permutations)",
-        "near-duplicate",
-        "jaccard",
-    )
+    return _result(df, id_column, rep, similarity, *minhash_wording(threshold, num_perm, shingle_size))
 
 
 def embedding_dedup(
