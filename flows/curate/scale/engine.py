@@ -30,6 +30,7 @@ Not a flow: the engine of `m1 curate dedup --runner dask` and of the curation fl
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -47,16 +48,18 @@ from distributed import Client, LocalCluster, as_completed, futures_of
 
 from flows.curate.dedup import EXACT, labelled, minhash_wording
 from flows.curate.minhash import RECALL_WEIGHTS, hash_shingles, lsh_params
+from flows.curate.result import StepResult
 from flows.curate.scale import ops
 from flows.curate.scale.components import connected_components
 from flows.curate.scale.report import LARGEST, ClusterReport, Largest, histogram
-from flows.curate.scale.sources import Part, Source, fill_ids, read_part
+from flows.curate.scale.sources import Part, Source, fill_ids, plan, read_part
 from flows.curate.text import normalized
 from flows.errors import InputError, M1Error
 from flows.progress import ProgressFn
+from flows.store import StepCount
 
 STATS = {"partition": "int64", "rows": "int64", "active": "int64", "ids_filled": "int64"}
-WRITTEN = {"partition": "int64", "rows": "int64", "kept": "int64", "removed": "int64"}
+WRITTEN = {"partition": "int64", "rows": "int64", "kept": "int64", "removed": "int64", "ids_filled": "int64"}
 
 
 class StageError(M1Error):
@@ -74,13 +77,16 @@ class Staged:
 
     def __call__(self, *frames, partition_info: dict | None = None):
         k = (partition_info or {}).get("number")
+        where = f"partition {k}" if k is not None else "a partition"
+        if frames and isinstance(frames[0], tuple) and len(frames[0]) == 2 and isinstance(frames[0][1], Part):
+            k, part = frames[0]  # from_map's (number, part): name the file and rows too
+            where = f"partition {k} ({part.path}, rows {part.start}-{part.start + part.rows - 1})"
         try:
             extra = {"partition": k} if self.partition else {}
             return self.fn(*frames, **extra, **dict(self.kwargs))
-        except M1Error:
+        except StageError:
             raise
         except Exception as exc:  # noqa: BLE001 - re-raised with the stage and partition named
-            where = f"partition {k}" if k is not None else "a partition"
             raise StageError(f"stage {self.stage}, {where}: {type(exc).__name__}: {exc}") from None
 
 
@@ -196,28 +202,30 @@ class Engine:
             removed[["m"]].assign(n=1).groupby("m").n.sum(split_out=removed.npartitions, shuffle_method="p2p")
         )
         sizes = self.persist("clusters: sizes", sizes.to_frame())
-        hist = self.compute(sizes.map_partitions(_bins, meta=pd.Series([], dtype="int64")), "clusters: sizes")
-        by_top = hist.groupby(level=0).sum() if len(hist) else hist
-        counts = {int(k): int(v) for k, v in by_top.items()}
-        removed_rows, clusters = (
-            int(x) for x in self.compute([sizes.n.sum(), sizes.n.count()], "clusters: sizes")
+        hist, removed_rows, clusters, top = self.compute(
+            [
+                sizes.map_partitions(_bins, meta=pd.Series([], dtype="int64")),
+                sizes.n.sum(),
+                sizes.n.count(),
+                sizes.map_partitions(_top, meta=_TOP_META),
+            ],
+            "clusters: sizes",
         )
+        counts = {int(k): int(v) for k, v in (hist.groupby(level=0).sum() if len(hist) else hist).items()}
         if rows - removed_rows - clusters:
-            counts[1] = rows - removed_rows - clusters
-        top = self.compute(sizes.map_partitions(_top, meta=_TOP_META), "clusters: largest")
+            counts[1] = int(rows - removed_rows - clusters)
         top = top.sort_values(["size", "m"], ascending=[False, True]).head(LARGEST)
         largest: list[Largest] = []
         if len(top):
-            ms = top["m"].tolist()
             firsts = self.compute(
-                removed[removed.m.isin(ms)].map_partitions(_first_members, meta=_FIRST_META),
+                removed[removed.m.isin(top["m"].tolist())].map_partitions(_first_members, meta=_FIRST_META),
                 "clusters: largest",
             )
             firsts = firsts.sort_values("v").groupby("m").head(1).set_index("m")
             for m, size in zip(top["m"], top["size"], strict=True):
                 row = firsts.loc[m]
                 largest.append(Largest(str(row["cluster"]), int(size), [str(row["cluster"]), str(row["id"])]))
-        return ClusterReport(rows=rows, removed=removed_rows, histogram=counts, largest=largest)
+        return ClusterReport(rows=rows, removed=int(removed_rows), histogram=counts, largest=largest)
 
     def write(
         self, removed: dd.DataFrame, source: Source, out: Outputs, id_column: str, wording: tuple
@@ -278,10 +286,7 @@ class Engine:
                 ("out_dir", str(self.work / "sets")),
             ),
         )
-        stats = self.persist(
-            "sketch", dd.from_map(sketch, list(enumerate(source.parts)), meta=ops.empty(STATS))
-        )
-        stats = self.compute(stats, "sketch")
+        self.persist("sketch", dd.from_map(sketch, list(enumerate(source.parts)), meta=ops.empty(STATS)))
         p = len(source.parts)
         bands, rows = lsh_params(threshold, num_perm, RECALL_WEIGHTS)
         sets = self.sets(source)
@@ -335,7 +340,7 @@ class Engine:
         report.check(max_cluster)
         wording = minhash_wording(threshold, num_perm, shingle_size)
         written = self.write(removed, source, out, id_column, wording)
-        return self._result(wording, source, stats, written, report, rounds)
+        return self._result(wording, source, written, report, rounds)
 
     def exact(
         self,
@@ -360,17 +365,16 @@ class Engine:
         report = self.report(removed, source.rows)
         report.check(max_cluster, "exact-dedup")
         written = self.write(removed, source, out, id_column, EXACT)
-        stats = pd.DataFrame({"ids_filled": [0]})
-        return self._result(EXACT, source, stats, written, report, 0)
+        return self._result(EXACT, source, written, report, 0)
 
-    def _result(self, wording, source, stats, written, report, rounds) -> Result:
+    def _result(self, wording, source, written, report, rounds) -> Result:
         return Result(
             step=wording[0],
             summary=wording[1],
             rows=source.rows,
             kept=int(written["kept"].sum()),
             removed=int(written["removed"].sum()),
-            ids_filled=int(stats["ids_filled"].sum()),
+            ids_filled=int(written["ids_filled"].sum()),
             partitions=len(source.parts),
             report=report,
             stages=list(self.stages),
@@ -429,37 +433,23 @@ def sketch_part(
     out_dir: str,
 ) -> pd.DataFrame:
     k, part = item
-    try:
-        df, filled = _rows(part, id_column, stem, [text_column])
-        sh = hash_shingles(df[text_column].cast(pl.String), shingle_size, mode)
-        sets = ops.sets_frame(
-            np.arange(part.start, part.start + df.height, dtype=np.int64), df[id_column], sh
-        )
-    except M1Error:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise StageError(
-            f"stage sketch, partition {k} ({part.path}, rows {part.start}-{part.start + part.rows - 1}): {type(exc).__name__}: {exc}"
-        ) from None
+    df, filled = _rows(part, id_column, stem, [text_column])
+    sh = hash_shingles(df[text_column].cast(pl.String), shingle_size, mode)
+    sets = ops.sets_frame(np.arange(part.start, part.start + df.height, dtype=np.int64), df[id_column], sh)
     pq.write_table(pa.Table.from_pandas(sets, preserve_index=False), f"{out_dir}/part-{k:05d}.parquet")
     return ops.frame(STATS, partition=[k], rows=[df.height], active=[len(sets)], ids_filled=[filled])
 
 
 def key_part(item: tuple[int, Part], *, text_column: str, id_column: str, stem: str) -> pd.DataFrame:
     k, part = item
-    try:
-        df, _ = _rows(part, id_column, stem, [text_column])
-        keyed = pl.DataFrame(
-            {
-                "key": df.select(normalized(pl.col(text_column).cast(pl.String)))[text_column],
-                "row": np.arange(part.start, part.start + df.height, dtype=np.int64),
-                "id": df[id_column].cast(pl.String),
-            }
-        ).filter(pl.col("key").is_not_null() & (pl.col("key") != ""))
-    except M1Error:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise StageError(f"stage keys, partition {k} ({part.path}): {type(exc).__name__}: {exc}") from None
+    df, _ = _rows(part, id_column, stem, [text_column])
+    keyed = pl.DataFrame(
+        {
+            "key": df.select(normalized(pl.col(text_column).cast(pl.String)))[text_column],
+            "row": np.arange(part.start, part.start + df.height, dtype=np.int64),
+            "id": df[id_column].cast(pl.String),
+        }
+    ).filter(pl.col("key").is_not_null() & (pl.col("key") != ""))
     return ops.frame(
         ops.KEYS, key=keyed["key"].to_arrow(), row=keyed["row"].to_numpy(), id=keyed["id"].to_arrow()
     )
@@ -478,7 +468,7 @@ def write_part(
 ) -> pd.DataFrame:
     """One input partition's outputs: its rows read again, labelled with the removed rows' clusters."""
     part = parts[partition]
-    df, _ = _rows(part, id_column, stem, [])
+    df, filled = _rows(part, id_column, stem, [])
     pos = removed["v"].to_numpy(np.int64) - part.start
     if len(pos) and (pos.min() < 0 or pos.max() >= df.height):
         raise ValueError("a removed row routed to the wrong partition")
@@ -498,7 +488,12 @@ def write_part(
         else:
             frames[name].write_parquet(target)
     return ops.frame(
-        WRITTEN, partition=[partition], rows=[df.height], kept=[res.kept.height], removed=[res.removed.height]
+        WRITTEN,
+        partition=[partition],
+        rows=[df.height],
+        kept=[res.kept.height],
+        removed=[res.removed.height],
+        ids_filled=[filled],
     )
 
 
@@ -541,5 +536,46 @@ def dask_settings() -> dict:
 
 @contextlib.contextmanager
 def configured() -> Iterator[None]:
-    with dask.config.set(dask_settings()):
-        yield
+    """Dask set up for the engine; P2P's per-shuffle notices (a warning each) kept out of the output."""
+    quiet = logging.getLogger("distributed.shuffle._scheduler_plugin")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with dask.config.set(dask_settings()):
+            yield
+    finally:
+        quiet.setLevel(level)
+
+
+def dedup_frame(
+    client: Client,
+    df: pl.DataFrame,
+    work: Path,
+    partitions: int,
+    method: str = "minhash",
+    text_column: str = "prompt",
+    id_column: str = "id",
+    **options,
+) -> StepResult:
+    """Rows already held by the caller (the curation flow's) deduplicated on Dask: written as
+    `partitions` Parquet shards under `work`, run through the engine, and read back as the one-process
+    step's StepResult (the same rows, clusters and reasons)."""
+    work = Path(work)
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "input").mkdir(parents=True)
+    size = max(1, -(-df.height // max(1, partitions)))
+    for k in range(max(1, -(-df.height // size))):
+        df.slice(k * size, size).write_parquet(work / "input" / f"part-{k:05d}.parquet")
+    out = Outputs(work / "kept", work / "clusters", work / "removed")
+    try:
+        with configured():
+            engine = Engine(client, work / "engine")
+            source = plan(work / "input", size)
+            if method == "exact":
+                res = engine.exact(source, out, text_column=text_column, id_column=id_column, **options)
+            else:
+                res = engine.minhash(source, out, text_column=text_column, id_column=id_column, **options)
+        kept, clusters, removed = (pl.read_parquet(p) for p in (out.kept, out.clusters, out.removed))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return StepResult(kept, removed, StepCount(res.step, res.rows, res.kept, res.summary), clusters=clusters)
