@@ -155,8 +155,10 @@ class Engine:
         self.stages: list[tuple[str, float]] = []
 
     def persist(self, name: str, coll):
+        """Materialise `coll` on the workers (spilled there under memory pressure), one bar tick per
+        partition; a failure becomes a StageError naming the stage."""
         t = time.perf_counter()
-        try:
+        with self._named(name):
             coll = self.client.persist(coll)
             futures = futures_of(coll)
             bar = self.progress(name) if self.progress else None
@@ -167,21 +169,24 @@ class Engine:
                     f.result()
                 if bar:
                     bar(k, len(futures))
-        except M1Error:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a shuffle's or the scheduler's failure: name the stage
-            raise StageError(f"stage {name}: {type(exc).__name__}: {exc}") from None
         self.stages.append((name, time.perf_counter() - t))
         return coll
 
     def compute(self, coll, name: str = "report"):
-        try:
+        """A small result (a count, a few rows) on the driver."""
+        with self._named(name):
             if isinstance(coll, list):
                 return self.client.gather(self.client.compute(coll))
             return self.client.compute(coll).result()
+
+    @contextlib.contextmanager
+    def _named(self, name: str) -> Iterator[None]:
+        try:
+            with self.client.as_current():  # dask-expr finds the client as the current one
+                yield
         except M1Error:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - a shuffle's or the scheduler's failure: name the stage
             raise StageError(f"stage {name}: {type(exc).__name__}: {exc}") from None
 
     # --- shared stages ---------------------------------------------------------------------------
