@@ -43,19 +43,11 @@ def labelled(
 
 
 def _result(
-    df: pl.DataFrame,
-    id_column: str,
-    rep: np.ndarray,
-    similarity: np.ndarray,
-    step: str,
-    summary: str,
-    what: str,
-    measure: str,
+    df: pl.DataFrame, id_column: str, rep: np.ndarray, similarity: np.ndarray, wording: tuple
 ) -> StepResult:
-    cluster = df[id_column].gather(rep)
-    return labelled(
-        df, id_column, cluster, rep == np.arange(df.height), similarity, step, summary, what, measure
-    )
+    """`labelled` from each row's representative position (`wording`: step, summary, what, measure)."""
+    kept = rep == np.arange(df.height)
+    return labelled(df, id_column, df[id_column].gather(rep), kept, similarity, *wording)
 
 
 EXACT = (
@@ -88,7 +80,7 @@ def exact_dedup(df: pl.DataFrame, text_column: str = "prompt", id_column: str = 
     first = pl.DataFrame({"k": key, "i": idx}).select(pl.col("i").first().over("k"))["i"].to_numpy()
     empty = (key.is_null() | (key == "")).to_numpy()
     rep = np.where(empty, np.arange(df.height), first)
-    return _result(df, id_column, rep, np.ones(df.height), *EXACT)
+    return _result(df, id_column, rep, np.ones(df.height), EXACT)
 
 
 def minhash_dedup(
@@ -122,7 +114,7 @@ def minhash_dedup(
     moved = np.flatnonzero(rep != np.arange(df.height))
     if len(moved):
         similarity[moved] = jaccard(nd.shingles, np.stack([rep[moved], moved], axis=1))
-    return _result(df, id_column, rep, similarity, *minhash_wording(threshold, num_perm, shingle_size))
+    return _result(df, id_column, rep, similarity, minhash_wording(threshold, num_perm, shingle_size))
 
 
 def embedding_dedup(
@@ -146,16 +138,13 @@ def embedding_dedup(
     moved = np.flatnonzero(rep != np.arange(df.height))
     similarity = np.ones(df.height)
     similarity[moved] = np.einsum("ij,ij->i", vectors[moved], vectors[rep[moved]])
-    return _result(
-        df,
-        id_column,
-        rep,
-        similarity,
+    wording = (
         "embedding-dedup",
         f"semantic duplicates: embedding cosine >= {threshold}",
         "semantic duplicate",
         "cosine",
     )
+    return _result(df, id_column, rep, similarity, wording)
 
 
 def separate_from(

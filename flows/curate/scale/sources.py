@@ -25,7 +25,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from flows.curate.ingest import read_table
-from flows.curate.readers import JSONL_SUFFIXES, as_text, detect_format
+from flows.curate.readers import JSONL_SUFFIXES, as_text, detect_format, hf_table
 from flows.errors import InputError
 
 PARTITION_ROWS = 50_000  # rows per partition: a worker's sketch of one stays far below 1 GB
@@ -158,25 +158,11 @@ def _jsonl_parts(path: Path, partition_rows: int) -> list[Part]:
 
 
 def _hf_parts(path: Path, partition_rows: int, split: str | None) -> list[Part]:
-    n = _hf_table(path, split).num_rows
+    n = hf_table(path, split).num_rows
     return [
         Part(str(path), "hf", s, min(partition_rows, n - s), offset=s, split=split)
         for s in range(0, n, partition_rows)
     ]
-
-
-def _hf_table(path: Path, split: str | None):
-    # heavy: datasets (memory-mapped arrow files; only a slice is ever materialised)
-    import datasets
-
-    ds = datasets.load_from_disk(str(path))
-    if isinstance(ds, datasets.DatasetDict):
-        names = list(ds)
-        chosen = split or ("train" if "train" in ds else names[0] if len(names) == 1 else None)
-        if chosen not in ds:
-            raise InputError(f"{path}: choose a split with --split (has: {', '.join(names)})")
-        ds = ds[chosen]
-    return ds.data.table
 
 
 def read_part(part: Part) -> pl.DataFrame:
@@ -184,7 +170,7 @@ def read_part(part: Part) -> pl.DataFrame:
     if part.kind == "parquet":
         return pl.from_arrow(pq.ParquetFile(part.path).read_row_groups(list(part.row_groups)))
     if part.kind == "hf":
-        return pl.from_arrow(_hf_table(Path(part.path), part.split).slice(part.offset, part.rows))
+        return pl.from_arrow(hf_table(Path(part.path), part.split).slice(part.offset, part.rows))
     with open(part.path, "rb") as fh:
         fh.seek(part.offset)
         block = fh.read(part.length)
