@@ -267,7 +267,17 @@ def bench_dedup(
     print_start(console)
     sizes = [int(x) for x in docs.replace("_", "").split(",") if x.strip()]
     if runner == "dask":
-        bench_scale(console, sizes, workers, memory_limit, partition_rows, Path(work_dir), check_docs, anchor)
+        bench_scale(
+            console,
+            sizes,
+            workers,
+            memory_limit,
+            partition_rows,
+            Path(work_dir),
+            check_docs,
+            anchor,
+            make_corpus,
+        )
         return
     if runner != "local" or len(sizes) != 1:
         raise typer.BadParameter("--runner local takes one --docs size; --runner dask takes several")

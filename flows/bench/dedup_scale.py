@@ -40,12 +40,10 @@ SHARD_DOCS = 100_000
 _WORD = re.compile(r"\w+")
 
 
-def write_corpus(folder: Path, n_docs: int, seed: int = 0) -> Path:
-    """The bench corpus of `n_docs` as Parquet shards (reused when already complete)."""
+def write_corpus(folder: Path, n_docs: int, make_corpus, seed: int = 0) -> Path:
+    """`make_corpus`'s corpus of `n_docs` as Parquet shards, each made on its own (reused when complete)."""
     # heavy: polars; not at m1 start-up
     import polars as pl
-
-    from flows.bench.dedup import make_corpus
 
     done = folder / "_COMPLETE"
     if done.exists() and done.read_text() == str(n_docs):
@@ -251,6 +249,7 @@ def bench_scale(
     work: Path,
     check_docs: int,
     anchor: bool,
+    make_corpus,
 ) -> list[dict]:
     """Run both sides at every size and print the table; returns the measured rows."""
     # heavy: polars (lsh_params); not at m1 start-up
@@ -261,7 +260,7 @@ def bench_scale(
     measured = []
     for n in sizes:
         with console.status(f"{n:,} documents: writing the corpus..."):
-            corpus = write_corpus(work / f"corpus-{n}", n)
+            corpus = write_corpus(work / f"corpus-{n}", n, make_corpus)
         scratch = work / f"run-{n}"
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)

@@ -255,3 +255,32 @@ def test_cli_dask_runner_writes_what_the_local_runner_writes(tmp_path, method, s
     assert "Dask dashboard: http" in printed and "clusters by size: 1: " in printed
     if source == "jsonl":
         assert clusters_d["id"][0] == "in-000000" and "assigned ids to 150 rows" in printed
+
+
+def test_cli_on_an_existing_cluster_ignores_workers_and_memory_limit(tmp_path, dask_cluster):
+    # lazy: the CLI app, only for this test
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    texts = giant_cluster(random.Random(4), 12) + adversarial(seed=9)[:40]
+    df = write_shards(tmp_path / "in", texts, [20])
+    args = ["curate", "dedup", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "kept")]
+    args += ["--clusters", str(tmp_path / "clusters.parquet"), "--method", "minhash", "--runner", "dask"]
+    args += [
+        "--dask-address",
+        dask_cluster,
+        "--workers",
+        "5",
+        "--memory-limit",
+        "1GB",
+        "--partition-rows",
+        "16",
+    ]
+    res = CliRunner().invoke(app, args, terminal_width=200)
+    assert res.exit_code == 0, res.output
+    assert "--workers and --memory-limit are ignored with --dask-address" in res.output
+    local = minhash_dedup(df, threshold=0.8)
+    assert pl.read_parquet(tmp_path / "clusters.parquet").equals(local.clusters)
+    assert pl.read_parquet(tmp_path / "kept").equals(local.kept)
+    assert len(list((tmp_path / "kept").glob("part-*.parquet"))) == 4  # a folder of parts, one per partition
