@@ -283,4 +283,5 @@ def test_cli_on_an_existing_cluster_ignores_workers_and_memory_limit(tmp_path, d
     local = minhash_dedup(df, threshold=0.8)
     assert pl.read_parquet(tmp_path / "clusters.parquet").equals(local.clusters)
     assert pl.read_parquet(tmp_path / "kept").equals(local.kept)
-    assert len(list((tmp_path / "kept").glob("part-*.parquet"))) == 4  # a folder of parts, one per partition
+    # a folder of parts, one per partition: row groups of 11 never split (11, 9 | 11, 11, 10)
+    assert len(list((tmp_path / "kept").glob("part-*.parquet"))) == 5
