@@ -260,6 +260,8 @@ def _one_part(folder: Path) -> Path:
     """A folder output of the one-process runner: one part, as the Dask runner's folders hold several."""
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{folder}: exists and is not a folder (give a .parquet or .jsonl name for a file)")
+    for stale in folder.glob("part-*.parquet"):  # an earlier run's parts would be read with this one's
+        stale.unlink()
     return folder / "part-00000.parquet"
 
 
