@@ -377,8 +377,11 @@ def _print_table(console, measured, workers, memory_limit, bands, rows, meter: L
         for target in (100_000_000, 1_000_000_000):
             if target > b["docs"]:
                 est = b["ours"]["seconds"] * (target / b["docs"]) ** k
+                linear = b["ours"]["seconds"] * target / b["docs"]
                 console.print(
-                    f"  {target:,} documents at that growth on these {workers} workers: {est / 3600:,.1f} h",
+                    f"  {target:,} documents on these {workers} workers: {est / 3600:,.1f} h at that growth, "
+                    f"{linear / 3600:,.1f} h if linear from {b['docs']:,} (fixed costs make small sizes' "
+                    "growth look better than it stays)",
                     highlight=False,
                 )
     console.print(meter.summary(), highlight=False)

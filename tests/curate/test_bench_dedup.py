@@ -55,4 +55,4 @@ def test_bench_dedup_on_dask_prints_growth_beside_datatrove(tmp_path):
     for text in ("driver peak MB", "worker peak MB", "spilled MB", "datatrove docs/s", "= one process"):
         assert text in res.output, text
     assert "identical clusters: True" in res.output and "growth 3,000 -> 6,000 (2x documents)" in res.output
-    assert "1,000,000,000 documents at that growth" in res.output
+    assert "1,000,000,000 documents on these 2 workers" in res.output
