@@ -49,7 +49,7 @@ def test_bench_dedup_on_dask_prints_growth_beside_datatrove(tmp_path):
         ["bench", "dedup", "--runner", "dask", "--docs", "3000,6000", "--partition-rows", "2000"]
         + ["--check-docs", "3000", "--work-dir", str(tmp_path)],
         terminal_width=250,
-        env={"M1_BENCH_LOAD_TOLERANCE": "100"},
+        env={"M1_BENCH_LOAD_TOLERANCE": "100", "COLUMNS": "250"},  # the table's headers on one line
     )
     assert res.exit_code == 0, res.output
     for text in ("driver peak MB", "worker peak MB", "spilled MB", "datatrove docs/s", "= one process"):
