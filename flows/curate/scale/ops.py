@@ -210,16 +210,3 @@ def exact_groups(keys: pd.DataFrame) -> pd.DataFrame:
         cluster=out["cluster"].to_arrow(),
         similarity=np.ones(out.height),
     )
-
-
-# --- clusters report -----------------------------------------------------------------------------
-
-
-def size_bins(sizes: pd.Series) -> pd.Series:
-    """How many clusters have each size bin: 2, 3-4, 5-8, ... (bins by powers of two, keyed by top)."""
-    s = sizes.to_numpy(np.int64)
-    if len(s) == 0:
-        return pd.Series([], dtype="int64")
-    top = 1 << np.ceil(np.log2(s)).astype(np.int64)
-    vals, counts = np.unique(top, return_counts=True)
-    return pd.Series(counts, index=vals)
