@@ -34,7 +34,8 @@ from flows.curate import guard
 from flows.curate.guard import Span, reason_kind
 from flows.curate.ingest import Ingested, check_source, load_items, read_benchmark, read_table
 from flows.curate.result import StepResult
-from flows.curate.step_tasks import map_reduce, mapped
+from flows.curate.scale.report import from_clusters
+from flows.curate.step_tasks import inline, map_reduce, mapped
 from flows.curate.steps import (
     AnswerCheck,
     Clean,
@@ -42,6 +43,7 @@ from flows.curate.steps import (
     EmbeddingDedup,
     ExactDedup,
     MinhashDedup,
+    MinhashDedupOnDask,
     PassRate,
     SeparateSFT,
 )
@@ -192,7 +194,11 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
     if c.clean.enabled:
         df = record(mapped(tasks, Clean(c.clean), df, n))
     df = record(mapped(tasks, ExactDedup(), df, n, by=normalized(pl.col("prompt"))))
-    df = record(map_reduce(tasks, MinhashDedup(c.minhash), df, n))
+    if config.runner.kind == "dask":  # every stage on the workers (flows/curate/scale)
+        scratch = str(store.root / "scratch" / f"{config.name}-minhash")
+        df = record(inline(tasks, MinhashDedupOnDask(c.minhash, n, scratch), df))
+    else:
+        df = record(map_reduce(tasks, MinhashDedup(c.minhash), df, n))
     if c.embedding.enabled:
         df = record(map_reduce(tasks, EmbeddingDedup(c.embedding.threshold), df, n))
     if c.sft_path:
@@ -304,6 +310,8 @@ def report(
         if r.removed.height:
             kinds = Counter(reason_kind(why or "") for why in r.removed[QUARANTINE_REASON].to_list())
             lines += [f"- {kind}: {count}" for kind, count in kinds.most_common(5)]
+        if r.clusters is not None and r.count.step.endswith("dedup"):
+            lines += [f"- {line.strip()}" for line in from_clusters(r.clusters).lines()]
         lines.append("")
     create_markdown_artifact("\n".join(lines), key="curation-report", description=f"Curation of {ref}")
 

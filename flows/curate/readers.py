@@ -81,6 +81,11 @@ def as_text(value) -> str | None:
 
 
 def _read_hf(path: Path, split: str | None) -> pl.DataFrame:
+    return pl.from_arrow(hf_table(path, split))
+
+
+def hf_table(path: Path, split: str | None = None):
+    """A saved `datasets` folder's (split's) Arrow table, memory-mapped: slicing it reads only the slice."""
     import datasets  # heavy (pyarrow, fsspec, ...): imported only when a datasets folder is read
 
     try:
@@ -93,4 +98,4 @@ def _read_hf(path: Path, split: str | None) -> pl.DataFrame:
         if chosen not in ds:
             raise InputError(f"{path}: choose a split with --split (has: {', '.join(names)})")
         ds = ds[chosen]
-    return pl.from_arrow(ds.data.table)
+    return ds.data.table

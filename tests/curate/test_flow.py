@@ -120,13 +120,17 @@ def test_dask_runner_gives_the_same_output_as_local(prefect_harness, dask_cluste
     from flows.curate.flow import curate_flow as run
 
     local = run(tiny_config(tmp_path / "local", shards=3))["manifest"]
-    dask = run(
-        tiny_config(tmp_path / "dask", shards=3, runner={"kind": "dask", "dask_address": dask_cluster})
-    )["manifest"]
+    out = run(tiny_config(tmp_path / "dask", shards=3, runner={"kind": "dask", "dask_address": dask_cluster}))
+    dask = out["manifest"]
     assert [s | {"removed": 0} for s in dask["steps"]] == [s | {"removed": 0} for s in local["steps"]]
     a = DatasetStore(tmp_path / "local").read("t-curated")
     b = DatasetStore(tmp_path / "dask").read("t-curated")
     assert a.equals(b) and a.height == local["rows"]
+    # the MinHash step ran on the distributed engine (one task driving the cluster), with equal clusters
+    assert ("minhash-dedup", "Completed") in [tuple(t) for t in out["tasks"]]
+    assert "minhash-sketch" not in {name for name, _ in out["tasks"]}
+    clusters = [DatasetStore(tmp_path / k).read("t-curated-clusters") for k in ("local", "dask")]
+    assert clusters[0].equals(clusters[1]) and "minhash-dedup" in set(clusters[1]["step"])
 
 
 def test_flow_dedups_across_sources_and_separates_from_sft(prefect_harness, tmp_path):
