@@ -110,6 +110,7 @@ NOT_RESULTS: dict[str, str] = {
     "home": "where things are stored, not what they are",
     "runner": "where the data steps run: the same output on any runner and any shard count (tested)",
     "curate.max_removed_share": "a guard: it fails a run that would empty a source, never changes rows",
+    "curate.minhash.max_cluster": "a guard: it fails a MinHash step with a giant cluster, never changes rows",
     "code.workers": "problems checked at once: the same verdicts in any order",
     "swe.workers": "containers at a time: the same verdicts in any order",
     "genrm.port": "the judge server's port",
