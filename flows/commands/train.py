@@ -146,9 +146,11 @@ def stage_announcement(cfg, name: str, restart: bool) -> list[str]:
         lines.append(
             f"stage {name}: {'resumes from its last checkpoint' if saved else 'trains from its start'}"
         )
-    later = [e.name for e in entries[index + 1 :] if e.state == "done"]
-    if later and (restart or entry.state != "done"):
-        lines.append(f"stale afterwards (their start is replaced): {', '.join(later)}")
+    turned = [e.name for e in entries[index + 1 :] if e.state == "done"]
+    if turned and (restart or entry.state != "done"):
+        lines.append(f"stale afterwards (their start is replaced): {', '.join(turned)}")
+    if stale := [e.name for e in entries[index + 1 :] if e.state != "done"]:
+        lines.append(f"still to rerun after it (`m1 train curriculum` reruns them): {', '.join(stale)}")
     return lines
 
 

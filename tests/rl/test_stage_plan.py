@@ -236,3 +236,34 @@ def test_the_base_counts_a_pass_rate_filtered_version_as_the_one_it_was_filtered
     assert base_state(config, ["t-curated@v2"], store)[0] == first
     store.write("t-curated", items(2))
     assert base_state(config, ["t-curated@v3"], store)[0] != first
+
+
+def test_train_stage_says_first_what_it_will_rebuild_and_why(config):
+    """`m1 train stage X [--restart]` prints, before any work, what it reuses, retrains, discards or turns
+    stale, and why (flows/commands/train.py `stage_announcement`)."""
+    from flows.commands.train import stage_announcement
+
+    build_recorded(config)
+    checkpoints = stage_paths(config, "a").checkpoints
+    for step in ("step-000001", "step-000002"):
+        (checkpoints / step).mkdir(parents=True)
+    assert stage_announcement(config, "a", False) == [
+        "stage a: done and unchanged: reused (--restart trains it again)"
+    ]
+    assert stage_announcement(config, "a", True) == [
+        "stage a: --restart: its 2 step checkpoint(s) and final model are discarded, and it trains 2 steps "
+        "from its start",
+        "stale afterwards (their start is replaced): b, c",
+    ]
+    lines = stage_announcement(apply_overrides(config, ["train.sft_steps=7"]), "a", False)
+    assert (
+        lines[0] == "the base model is rebuilt first (train.sft_steps 1200 -> 7): tokenizer and 7 SFT steps"
+    )
+    assert lines[1] == (
+        "stage a: retrained from its start, 2 step checkpoint(s) discarded (start checkpoint replaced: the "
+        "base model is rebuilt (train.sft_steps 1200 -> 7))"
+    )
+    assert lines[2] == "still to rerun after it (`m1 train curriculum` reruns them): b, c"
+    assert stage_announcement(config, "b", False) == [
+        "stage b: done and unchanged: reused (--restart trains it again)"
+    ]
