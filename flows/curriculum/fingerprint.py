@@ -22,6 +22,7 @@ from flows.config import PipelineConfig, TrainConfig
 NOT_RESULTS = {
     "torch_threads",
     "checkpoint_every",
+    "keep_checkpoints",
     "samples_per_step",
     "tensorboard",
     "curriculum",
