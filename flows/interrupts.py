@@ -9,11 +9,17 @@ decides what the rest hears and when:
 
     supervisor (the pid the user sees)           worker (setsid; its group holds every child)
     SIGINT ----------------------------------->  SIGINT     `on_signal`: KeyboardInterrupt in the main
-    SIGTERM, SIGHUP -------------------------->  STOP_TERM  thread; stderr to the log from now on;
-                                                             Prefect marks the runs Crashed on a server
-                                                             that is still up; one line; exit 130 / 143,
-                                                             killing whatever the worker started
+    SIGHUP ----------------------------------->  SIGHUP     thread; stderr to the log from now on;
+    SIGTERM ---------------------------------->  STOP_TERM  Prefect marks the runs Crashed on a server
+                                                             that is still up; one line; exit 130, 129
+                                                             or 143, killing whatever it started
     KILL_S after the signal, or a second one:  SIGKILL to the worker's whole process group
+    SIGTSTP (Ctrl-Z), then SIGCONT (fg) ------>  SIGSTOP, SIGCONT to the worker's group
+
+STOP_TERM rather than SIGTERM because Prefect takes SIGTERM over inside a flow run: the worker does its
+part first and then hands the signal to whoever holds SIGTERM (Prefect's handler marks the run Crashed;
+`m1 deploy`'s stops serving). A worker that has become another program (`m1 ui` execs the Prefect
+server) gets plain SIGTERM.
 
 Before, the terminal's SIGINT hit every process of the command at once: the temporary Prefect server
 died first, so the flow engine retried its state updates for minutes (ConnectError tracebacks), and
@@ -44,11 +50,13 @@ from pathlib import Path
 
 from flows.home import m1_home
 
-GRACE_S = 2.5  # the worker starts its way out this long after the signal at the latest
+GRACE_S = 2.0  # the worker starts its way out this long after the signal at the latest
 KILL_S = 4.5  # ... and the supervisor kills the worker's process group at this point
 STOP_TERM = signal.SIGUSR1  # the supervisor's "terminate" to the worker (Prefect does not take it over)
 WORKER_ENV = "M1_SUPERVISOR_PID"  # set in the worker (and so in everything it starts)
 NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP, STOP_TERM}
+RERUN = "run the same command again to resume from the last checkpoint and cached steps"
 
 received: int | None = None  # the signal that stopped this command (SIGINT, SIGTERM or SIGHUP)
 _where = ""  # the flow run that was running when it came: its name and id
@@ -84,15 +92,38 @@ def supervise() -> None:
         with contextlib.suppress(Exception):
             stream.flush()
     supervisor = os.getpid()
+    # Held back, not lost, until each side has its handlers: the supervisor's a moment after the fork,
+    # the worker's in `install`.
+    signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    alive_r, alive_w = os.pipe()  # open while the supervisor lives: the worker's group watches it
     worker = os.fork()
     if worker == 0:
+        os.close(alive_w)
         os.setsid()  # out of the terminal's foreground process group: Ctrl-C reaches the supervisor only
         os.environ[WORKER_ENV] = str(supervisor)
         _die_with_parent()
         if os.getppid() != supervisor:  # it died before the line above
             os._exit(128 + signal.SIGKILL)
+        _watch_supervisor(alive_r)
         return
+    os.close(alive_r)
     os._exit(_supervisor(worker))
+
+
+def _watch_supervisor(alive: int) -> None:
+    """A small process in the worker's group that kills the whole group if the supervisor dies (a
+    `kill -9` of the pid the user started): the worker dies with it (PR_SET_PDEATHSIG), but what the
+    worker started would not, nor a worker that became another program (`m1 ui`)."""
+    if os.fork() != 0:
+        os.close(alive)
+        return
+    for signum in (*HELD, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_IGN)  # the worker's group hears only the supervisor's end
+    with contextlib.suppress(OSError):
+        while os.read(alive, 1):  # nobody writes: it returns b"" once the supervisor is gone
+            pass
+    os.killpg(0, signal.SIGKILL)
+    os._exit(0)  # the supervisor ended normally and the group is gone already
 
 
 def _die_with_parent() -> None:
@@ -131,9 +162,9 @@ def _supervisor(worker: int) -> int:
             kill_group()
             return
         state["signal"] = signum
-        forward = signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM
-        if forward == signal.SIGTERM and _catches(worker, STOP_TERM):
-            forward = STOP_TERM
+        forward = {signal.SIGINT: signal.SIGINT, signal.SIGHUP: signal.SIGHUP}.get(signum, STOP_TERM)
+        if forward != signal.SIGINT and not _catches(worker, forward):
+            forward = signal.SIGTERM  # a worker that is another program now
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker, forward)
         timer.append(threading.Timer(KILL_S, kill_group))
@@ -152,22 +183,16 @@ def _supervisor(worker: int) -> int:
     for signum in NAMES:
         signal.signal(signum, on_signal)
     signal.signal(signal.SIGTSTP, on_stop)
-    while True:
-        try:
-            _, status = os.waitpid(worker, 0)
-            break
-        except ChildProcessError:
-            status = 0
-            break
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+    _, status = os.waitpid(worker, 0)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(worker, signal.SIGKILL)  # whatever the worker started and left behind
     if state["signal"] is not None:
         if state["killed"]:
-            took = "a second signal" if not timer or timer[0].is_alive() else f"{KILL_S:g} s"
+            took = "at a second signal" if not timer or timer[0].is_alive() else f"after {KILL_S:g} s"
             _write(
                 sys.stderr.fileno(),
-                f"interrupted ({NAMES[state['signal']]}): killed after {took}; run the same command "
-                "again to resume from the last checkpoint\n",
+                f"interrupted ({NAMES[state['signal']]}): stopped (killed {took}); {RERUN}\n",
             )
         return 128 + state["signal"]
     if os.WIFSIGNALED(status):
@@ -179,16 +204,22 @@ def _supervisor(worker: int) -> int:
 
 
 def install() -> None:
-    """The worker's handlers: SIGINT, SIGTERM and the supervisor's STOP_TERM stop the command."""
-    for signum in (signal.SIGINT, signal.SIGTERM, STOP_TERM):
+    """The worker's handlers: SIGINT, SIGTERM, SIGHUP and the supervisor's STOP_TERM stop the command."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, STOP_TERM):
         with contextlib.suppress(ValueError):  # not the main thread: leave the handlers alone
             signal.signal(signum, on_signal)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)  # what came meanwhile is handled now
 
 
 def on_signal(signum, frame) -> None:
     """Stop the command: the first signal starts the way out, later ones only repeat the interrupt."""
     global received, _where, _started
     stop = signal.SIGTERM if signum in (signal.SIGTERM, STOP_TERM) else signum
+    held = signal.getsignal(signal.SIGTERM)
+    prefects = callable(held) and getattr(held, "__module__", "").startswith("prefect")
+    if stop == signal.SIGTERM and callable(held) and held is not on_signal and not prefects:
+        held(signal.SIGTERM, frame)  # a command that stops its own way on SIGTERM (`m1 deploy`)
+        return
     if received is None:
         received, _started = stop, time.monotonic()
         _where = _current_flow_run()
@@ -196,13 +227,8 @@ def on_signal(signum, frame) -> None:
         if is_worker():
             _mute_console_logs()
         threading.Thread(target=_deadline, name="m1-interrupt-deadline", daemon=True).start()
-        if stop == signal.SIGTERM:
-            # Under a flow run Prefect's own SIGTERM handler marks the run Crashed as terminated; a
-            # handler a command installed (`m1 deploy`) stops it its own way. Either way it runs now.
-            handler = signal.getsignal(signal.SIGTERM)
-            if callable(handler) and handler is not on_signal:
-                handler(signal.SIGTERM, frame)
-                return
+        if prefects and stop == signal.SIGTERM:  # in a flow run: Prefect marks the run Crashed, terminated
+            held(signal.SIGTERM, frame)
     raise KeyboardInterrupt
 
 
@@ -220,7 +246,7 @@ def finish(*, deadline: bool = False) -> None:
     if not _finished.acquire(blocking=False):  # the other of the two is on its way out: wait for it
         threading.Event().wait()
     _write(_console_fd if _console_fd is not None else sys.stderr.fileno(), message() + "\n")
-    _drain_api_logs(0.5 if deadline else 1.0)
+    _drain_api_logs(0.4 if deadline else 1.0)
     if not (deadline or is_worker()):
         raise SystemExit(exit_code())  # in process (a test) or a worker's child: exit as usual
     _show_cursor()
@@ -236,9 +262,8 @@ def message() -> str:
     name = NAMES.get(received or 0, "a signal")
     where = f" in flow run {_where!r}" if _where else ""
     log = _log_path()
-    return (
-        f"interrupted ({name}){where}: stopped; run the same command again to resume from the last "
-        "checkpoint and cached steps" + (f" (log: {log})" if log.parent.exists() else "")
+    return f"interrupted ({name}){where}: stopped; {RERUN}" + (
+        f" (log: {log})" if log.parent.exists() else ""
     )
 
 
@@ -246,7 +271,7 @@ def _deadline() -> None:
     time.sleep(max(0.0, GRACE_S - (time.monotonic() - _started)))
     if _finished.locked():
         return
-    _mark_crashed(_where_id, 0.8)
+    _mark_crashed(_where_id, 0.7)
     finish(deadline=True)
 
 
