@@ -28,7 +28,7 @@ SECONDS = 5.0
 def stage_cli(tiny_stage, tmp_path):
     """`m1 train stage a` on the tiny stage, with no Prefect server configured: it starts its own."""
     config, home, stage = tiny_stage(steps=STEPS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_HOME")}
     env |= {"M1_HOME": str(home), "HOME": str(tmp_path), "COLUMNS": "200"}
     return [M1, "train", "stage", "a", "-c", str(config)], env, home, stage
 
@@ -37,6 +37,18 @@ def flow_run_states(home: Path) -> dict[str, str]:
     """Every flow run in the run's Prefect database (under M1_HOME) and its state."""
     with sqlite3.connect(home / "prefect" / "prefect.db") as db:
         return dict(db.execute("select name, state_name from flow_run order by created"))
+
+
+def flow_run_logs(home: Path, name: str) -> list[str]:
+    """The log lines of the newest flow run named ``name`` that reached the Prefect API (its database)."""
+    with sqlite3.connect(home / "prefect" / "prefect.db") as db:
+        (run,) = db.execute(
+            "select id from flow_run where name = ? order by created desc limit 1", (name,)
+        ).fetchone()
+        return [
+            m
+            for (m,) in db.execute("select message from log where flow_run_id = ? order by timestamp", (run,))
+        ]
 
 
 def assert_stopped_cleanly(stopped, signum: int) -> None:
@@ -56,6 +68,7 @@ def test_ctrl_c_and_sigterm_stop_a_stage_in_seconds_and_it_resumes_bitwise(stage
     cmd, env, home, stage = stage_cli
     run_to_end(cmd, env)
     straight = weights(stage / "final")
+    assert "a step 6/6" in "\n".join(flow_run_logs(home, "f-a"))
     for signum, group in ((signal.SIGINT, True), (signal.SIGTERM, False)):
         out = tmp_path / signal.Signals(signum).name
         out.mkdir()
@@ -64,6 +77,10 @@ def test_ctrl_c_and_sigterm_stop_a_stage_in_seconds_and_it_resumes_bitwise(stage
         assert_stopped_cleanly(stopped, signum)
         assert "in flow run 'f-a'" in stopped.stderr, stopped
         assert flow_run_states(home)["f-a"] == "Crashed"  # the newest run of the stage: not left Running
+        logged = flow_run_logs(home, "f-a")  # to the API before the command ended: the UI shows them
+        assert "a step 2/6" in "\n".join(logged) and any(m.startswith("Crash detected!") for m in logged), (
+            logged
+        )
         assert not (stage / "final").exists()  # --restart discarded it; the interrupt wrote none
         again = run_to_end(cmd, env)
         assert resumed_step(again) >= 2
