@@ -37,12 +37,22 @@ try:
     Path(sys.argv[1] + ".tmp").write_text(f"{os.getpid()} {child.pid}")
     os.rename(sys.argv[1] + ".tmp", sys.argv[1])
     MODE = sys.argv[2]
+    if MODE == "noisy":  # a thread that fails because the command is stopping: its traceback is for the log
+        import threading
+        def fails_once_stopping():
+            while interrupts.received is None:
+                time.sleep(0.01)
+            raise RuntimeError("a task thread failed as the command stopped")
+        noisy = threading.Thread(target=fails_once_stopping)
+        noisy.start()
     if MODE == "blocks":  # a worker that never sees the signal (stuck in C code, say)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1})
     while True:
         try:
             time.sleep(0.05)
         except KeyboardInterrupt:
+            if MODE == "noisy":
+                noisy.join()  # as a task runner waits for its threads
             if MODE != "ignores":
                 raise
 finally:
@@ -56,6 +66,8 @@ def program(tmp_path: Path, mode: str = "stops") -> tuple[list[str], dict[str, s
     args = [sys.executable, "-c", PROGRAM, str(pids), mode]
     env = os.environ | {"PYTHONPATH": str(ROOT), "M1_HOME": str(tmp_path / "home")}
     env.pop(interrupts.WORKER_ENV, None)
+    if mode == "noisy":  # a run has written its log by then
+        (tmp_path / "home" / "logs").mkdir(parents=True)
     return args, env, pids
 
 
@@ -86,8 +98,9 @@ def gone(pid: int, within: float = 2.0) -> bool:
         (signal.SIGHUP, True, "stops"),  # the terminal closed
         (signal.SIGINT, True, "ignores"),  # a command that swallows KeyboardInterrupt: the worker's deadline
         (signal.SIGTERM, False, "blocks"),  # one that never gets the signal: the supervisor's kill
+        (signal.SIGINT, True, "noisy"),  # a thread's traceback on the way out goes to the log
     ],
-    ids=["sigint-group", "sigterm-pid", "sighup-group", "ignored", "blocked"],
+    ids=["sigint-group", "sigterm-pid", "sighup-group", "ignored", "blocked", "noisy"],
 )
 def test_a_command_stops_within_seconds_with_one_line_and_its_children(tmp_path, signum, group, mode):
     args, env, pids = program(tmp_path, mode)
@@ -104,10 +117,13 @@ def test_a_command_stops_within_seconds_with_one_line_and_its_children(tmp_path,
     assert "Traceback" not in stopped.stderr + stopped.stdout, stopped
     name = signal.Signals(signum).name
     killed = " (killed after 4.5 s)" if mode == "blocks" else ""
-    assert stopped.stderr.splitlines() == [f"interrupted ({name}): stopped{killed}; {interrupts.RERUN}"], (
-        stopped
-    )
+    log = tmp_path / "home" / "logs" / "m1.log"
+    where = f" (log: {log})" if log.parent.exists() else ""
+    line = f"interrupted ({name}): stopped{killed}; {interrupts.RERUN}{'' if killed else where}"
+    assert stopped.stderr.splitlines() == [line], stopped
     assert gone(worker) and gone(child) and stopped.left == [], stopped
+    if mode == "noisy":
+        assert "RuntimeError: a task thread failed as the command stopped" in log.read_text()
 
 
 def test_a_second_ctrl_c_stops_at_once(tmp_path):
