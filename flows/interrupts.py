@@ -246,7 +246,7 @@ def finish(*, deadline: bool = False) -> None:
     if not _finished.acquire(blocking=False):  # the other of the two is on its way out: wait for it
         threading.Event().wait()
     _write(_console_fd if _console_fd is not None else sys.stderr.fileno(), message() + "\n")
-    _drain_api_logs(0.4 if deadline else 1.0)
+    _within(0.6 if deadline else 1.0, _drain_api_logs, _remove_containers)
     if not (deadline or is_worker()):
         raise SystemExit(exit_code())  # in process (a test) or a worker's child: exit as usual
     _show_cursor()
@@ -310,9 +310,17 @@ def _mark_crashed(flow_run_id, budget_s: float) -> None:
                 parent = run.parent_task_run_id
                 run_id = client.read_task_run(parent).flow_run_id if parent else None
 
-    thread = threading.Thread(target=lambda: _quietly(mark), daemon=True)
-    thread.start()
-    thread.join(budget_s)
+    _within(budget_s, mark)
+
+
+def _within(budget_s: float, *work) -> None:
+    """Run each of ``work`` in a thread of its own and wait for them at most ``budget_s`` in all."""
+    threads = [threading.Thread(target=_quietly, args=(fn,), daemon=True) for fn in work]
+    for thread in threads:
+        thread.start()
+    end = time.monotonic() + budget_s
+    for thread in threads:
+        thread.join(max(0.0, end - time.monotonic()))
 
 
 def _quietly(fn) -> None:
@@ -320,16 +328,21 @@ def _quietly(fn) -> None:
         fn()
 
 
-def _drain_api_logs(budget_s: float) -> None:
+def _drain_api_logs() -> None:
     """Send the log records still queued (the crash itself among them) to the Prefect API."""
     if "prefect.logging.handlers" not in sys.modules:
         return
     from prefect.logging.handlers import APILogWorker  # heavy: prefect; already imported (checked above)
 
-    thread = threading.Thread(target=lambda: _quietly(lambda: APILogWorker.drain_all(timeout=budget_s)))
-    thread.daemon = True
-    thread.start()
-    thread.join(budget_s + 0.2)
+    APILogWorker.drain_all(timeout=1.0)
+
+
+def _remove_containers() -> None:
+    """The Docker containers this process runs (SWE tasks) are not in its process group: kill and remove
+    them, as the sandbox's exit hook does on a normal exit (which this exit skips)."""
+    containers = sys.modules.get("sandboxes.container")
+    if containers is not None:
+        containers.remove_live()
 
 
 def _log_path() -> Path:

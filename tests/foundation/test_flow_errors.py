@@ -90,6 +90,19 @@ def test_an_error_in_a_nested_run_is_one_line_naming_the_run_and_line(
     assert (logging.INFO, "outer step 1/2") in _flow_run_logs("outer-run")
 
 
+def test_a_failed_run_asked_for_its_state_is_the_same_line(prefect_harness, m1_home):
+    """`m1 run` asks for the flow's final state (for the run's id): a failed one is the same one line."""
+    with pytest.raises(FlowFailed, match=r"^flow run 'inner-run' failed at "):
+        logs.run_flow(outer, False, return_state=True)
+    state = logs.run_flow(user_flow_that_works, return_state=True)
+    assert state.is_completed() and state.result() == 7
+
+
+@flow(name="works", flow_run_name="works-run")
+def user_flow_that_works() -> int:
+    return 7
+
+
 def test_a_user_error_inside_a_flow_stays_its_own_line(prefect_harness, m1_home):
     with pytest.raises(InputError, match=r"^bad.jsonl: no prompt column$"):
         logs.run_flow(user_error)
@@ -150,3 +163,37 @@ def test_setting_up_the_log_on_a_full_disk_is_one_line(m1_home, monkeypatch):
     with pytest.raises(InputError, match=rf"^cannot write under {re.escape(str(m1_home))}: "):
         logs.run_flow(user_error)
     assert not os.path.exists(m1_home)
+
+
+@pytest.mark.slow
+def test_a_dead_server_inside_a_flow_is_one_line_exit_2(tmp_path):
+    """`m1 logic calibrate` against an endpoint nobody listens on: the sampling task fails after its
+    retries; the user sees one line naming the task run, the project line and the endpoint, exit 2."""
+    import socket
+    import subprocess
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_HOME")}
+    env |= {"M1_HOME": str(home), "HOME": str(tmp_path)}
+    m1 = [sys.executable, "-c", "from flows.cli import main; main()"]
+    endpoint = f"http://127.0.0.1:{port}/v1"
+    done = subprocess.run(
+        [*m1, "logic", "calibrate", "--endpoint", endpoint, "--k", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, done.stderr[-3000:]
+    assert re.match(
+        r"error: task run '[^']+' of flow run '[^']+' failed at verifiers/endpoint\.py:\d+ ", errors[0]
+    )
+    assert f"{endpoint}/chat/completions: unreachable" in errors[0]
+    assert errors[0].endswith(f"; traceback in {home / 'logs' / 'm1.log'}")
+    assert "Traceback" in (home / "logs" / "m1.log").read_text()

@@ -144,6 +144,26 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path):
     assert all(gone(pid) for pid in worker_and_child(pids))
 
 
+def test_a_worker_signalled_itself_exits_143_and_takes_down_what_it_started(tmp_path):
+    """`kill <worker pid>` (or pkill): the worker stops as if the supervisor had handed the signal on, and
+    kills its own process group itself, here while the supervisor is stopped and cannot."""
+    args, env, pids = program(tmp_path)
+    proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not pids.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    worker, child = worker_and_child(pids)
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        os.kill(worker, signal.SIGTERM)
+        assert gone(worker, within=5) and gone(child, within=5)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    assert proc.wait(timeout=10) == 143
+    assert proc.stderr.read().splitlines() == [f"interrupted (SIGTERM): stopped; {interrupts.RERUN}"]
+
+
 def test_the_work_dies_with_a_killed_supervisor(tmp_path):
     """`kill -9` of the pid the user started ends the work and everything it started, as it did before
     the split."""

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from flows.config import apply_overrides, load_config
+from flows.config import PipelineConfig, apply_overrides, load_config
 from flows.curriculum.plan import stage_table
 from flows.curriculum.stage import run_stage
-from m1model.rl.checkpoint import list_checkpoints
+from m1model.rl.checkpoint import list_checkpoints, save_checkpoint
 
 
 @pytest.mark.parametrize("keep", [1, 3])
@@ -31,7 +31,20 @@ def test_a_stage_prunes_old_step_checkpoints_as_it_goes(tiny_stage, keep):
 
 
 def test_keep_checkpoints_is_at_least_one():
-    from flows.config import PipelineConfig
-
     with pytest.raises(ValueError, match="keep_checkpoints"):
         PipelineConfig.model_validate({"train": {"keep_checkpoints": 0}})
+
+
+def test_the_old_checkpoints_stay_when_the_new_one_cannot_be_written(tmp_path, tiny_model, monkeypatch):
+    """A full disk while the newest checkpoint is written: the ones before it are all still there."""
+    for step in (1, 2):
+        save_checkpoint(tmp_path, step, tiny_model, {"step": step}, keep_last=2)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tiny_model, "save_pretrained", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        save_checkpoint(tmp_path, 3, tiny_model, {"step": 3}, keep_last=2)
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step-000001", "step-000002"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-000001", "step-000002"]  # no temporary left

@@ -133,3 +133,14 @@ def test_ctrl_c_stops_the_judge_server_a_stage_serves(stage_cli, tmp_path):
     stopped = interrupt(cmd, env, ready, signal.SIGINT, tmp_path)
     assert_stopped_cleanly(stopped, signal.SIGINT)
     assert any("serve model" in c for c in stopped.started), stopped
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_curriculum_and_marks_its_runs_crashed(stage_cli, tmp_path):
+    cmd, env, home, stage = stage_cli
+    cmd = [M1, "train", "curriculum", *cmd[4:]]  # the same config, every stage as a subflow
+    ready = lambda: (stage / "checkpoints" / "step-000001").exists()  # noqa: E731
+    stopped = interrupt(cmd, env, ready, signal.SIGTERM, tmp_path, group=False)
+    assert_stopped_cleanly(stopped, signal.SIGTERM)
+    states = flow_run_states(home)
+    assert states["f-curriculum"] == states["f-a"] == "Crashed", states
