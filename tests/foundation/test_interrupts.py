@@ -45,6 +45,13 @@ try:
             raise RuntimeError("a task thread failed as the command stopped")
         noisy = threading.Thread(target=fails_once_stopping)
         noisy.start()
+    if MODE == "container":  # a task running in a Docker sandbox (SWE tasks, the code verifier's Docker backend)
+        import threading
+        from sandboxes import get_sandbox
+        from sandboxes.limits import Limits
+        box = get_sandbox("docker")
+        long = Limits(wall_s=600, cpu_s=600)
+        threading.Thread(target=box.run, args=(["sleep", "600"],), kwargs={"limits": long}, daemon=True).start()
     if MODE == "blocks":  # a worker that never sees the signal (stuck in C code, say)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1})
     while True:
@@ -299,3 +306,25 @@ def test_ctrl_c_stops_m1_run_on_dask_during_curation(tmp_path):
     for name in store.names():
         for version in store.versions(name):
             assert store.manifest(name, version).rows == store.read(name, version).height
+
+
+@pytest.mark.docker
+def test_the_docker_containers_of_a_stopped_command_are_removed(tmp_path, docker_sandbox):
+    """Containers are not processes of the command: they go as the sandbox's own exit hook removes them
+    on a normal exit."""
+    from sandboxes.container import OWNER_LABEL
+
+    client = docker_sandbox.client
+    args, env, pids = program(tmp_path, "container")
+
+    def mine() -> list:
+        worker = pids.read_text().split()[0]
+        found = client.containers.list(all=True, filters={"label": OWNER_LABEL})
+        return [c for c in found if c.labels[OWNER_LABEL].endswith(f":{worker}")]
+
+    stopped = interrupt(
+        args, env, lambda: pids.exists() and bool(mine()), signal.SIGINT, tmp_path, timeout=300
+    )
+    assert stopped.returncode == 130 and stopped.seconds < SECONDS, stopped
+    assert "Traceback" not in stopped.stderr, stopped
+    assert mine() == []
