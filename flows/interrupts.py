@@ -48,10 +48,11 @@ import threading
 import time
 from pathlib import Path
 
+from flows import logs
 from flows.home import m1_home
 
-GRACE_S = 2.0  # the worker starts its way out this long after the signal at the latest
-KILL_S = 4.5  # ... and the supervisor kills the worker's process group at this point
+GRACE_S = 1.8  # the worker starts its way out this long after the signal at the latest
+KILL_S = 4.0  # ... and the supervisor kills the worker's process group at this point
 STOP_TERM = signal.SIGUSR1  # the supervisor's "terminate" to the worker (Prefect does not take it over)
 WORKER_ENV = "M1_SUPERVISOR_PID"  # set in the worker (and so in everything it starts)
 NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
@@ -62,6 +63,10 @@ received: int | None = None  # the signal that stopped this command (SIGINT, SIG
 _where = ""  # the flow run that was running when it came: its name and id
 _where_id = None
 _started = 0.0
+_begun = (
+    threading.Lock()
+)  # taken once, by whichever of the handler and the watching thread starts the way out
+_main_interrupted = False
 _console_fd: int | None = None  # the real stderr, once stderr goes to the log file
 _finished = threading.Lock()
 
@@ -204,30 +209,71 @@ def _supervisor(worker: int) -> int:
 
 
 def install() -> None:
-    """The worker's handlers: SIGINT, SIGTERM, SIGHUP and the supervisor's STOP_TERM stop the command."""
+    """The worker's handlers: SIGINT, SIGTERM, SIGHUP and the supervisor's STOP_TERM stop the command.
+    A thread also watches the signals as they arrive (Python's wakeup fd), so the way out and its deadline
+    start even while the main thread cannot run a handler (stuck in C code)."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, STOP_TERM):
         with contextlib.suppress(ValueError):  # not the main thread: leave the handlers alone
             signal.signal(signum, on_signal)
+    with contextlib.suppress(ValueError):
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        threading.Thread(target=_watch_signals, args=(wake_r,), name="m1-signals", daemon=True).start()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)  # what came meanwhile is handled now
 
 
-def on_signal(signum, frame) -> None:
-    """Stop the command: the first signal starts the way out, later ones only repeat the interrupt."""
-    global received, _where, _started
-    stop = signal.SIGTERM if signum in (signal.SIGTERM, STOP_TERM) else signum
-    held = signal.getsignal(signal.SIGTERM)
-    prefects = callable(held) and getattr(held, "__module__", "").startswith("prefect")
-    if stop == signal.SIGTERM and callable(held) and held is not on_signal and not prefects:
-        held(signal.SIGTERM, frame)  # a command that stops its own way on SIGTERM (`m1 deploy`)
+def _stop_for(signum: int) -> int | None:
+    """The signal a command stops for when ``signum`` arrives (STOP_TERM is SIGTERM), or None where the
+    command handles it its own way (`m1 deploy`, a server: their handler in place of ours)."""
+    stop = signal.SIGTERM if signum == STOP_TERM else signum
+    handler = signal.getsignal(stop)
+    if not callable(handler) or handler is on_signal or _is_prefects(handler):
+        return stop
+    return None
+
+
+def _is_prefects(handler) -> bool:
+    return callable(handler) and getattr(handler, "__module__", "").startswith("prefect")
+
+
+def _watch_signals(fd: int) -> None:
+    while data := os.read(fd, 64):
+        for signum in data:
+            if signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, STOP_TERM) and (
+                stop := _stop_for(signum)
+            ):
+                _begin(stop)
+
+
+def _begin(stop: int) -> None:
+    """Start the way out, once (the handler in the main thread or the watching thread, whichever comes
+    first): the signal and its time, stderr to the log, the deadline."""
+    global received, _started
+    if not _begun.acquire(blocking=False):
         return
-    if received is None:
-        received, _started = stop, time.monotonic()
+    _started = time.monotonic()
+    _stderr_to_log()  # before `received` is set: whatever reacts to it writes to the log already
+    if is_worker():
+        _mute_console_logs()
+    received = stop
+    threading.Thread(target=_deadline, name="m1-interrupt-deadline", daemon=True).start()
+
+
+def on_signal(signum, frame) -> None:
+    """Stop the command: the first signal starts the way out and interrupts the main thread (Prefect's
+    own SIGTERM handler first, under a flow run: it marks the run Crashed); later ones interrupt again."""
+    global _where, _main_interrupted
+    stop = _stop_for(signum)
+    if stop is None:  # a command that stops its own way on SIGTERM (`m1 deploy`): its handler
+        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, frame)
+        return
+    _begin(stop)
+    if not _main_interrupted:
+        _main_interrupted = True
         _where = _current_flow_run()
-        _stderr_to_log()
-        if is_worker():
-            _mute_console_logs()
-        threading.Thread(target=_deadline, name="m1-interrupt-deadline", daemon=True).start()
-        if prefects and stop == signal.SIGTERM:  # in a flow run: Prefect marks the run Crashed, terminated
+        held = signal.getsignal(signal.SIGTERM)
+        if stop == signal.SIGTERM and _is_prefects(held):
             held(signal.SIGTERM, frame)
     raise KeyboardInterrupt
 
@@ -246,7 +292,7 @@ def finish(*, deadline: bool = False) -> None:
     if not _finished.acquire(blocking=False):  # the other of the two is on its way out: wait for it
         threading.Event().wait()
     _write(_console_fd if _console_fd is not None else sys.stderr.fileno(), message() + "\n")
-    _within(0.6 if deadline else 1.0, _drain_api_logs, _remove_containers)
+    _within(0.5 if deadline else 1.0, _drain_api_logs, _remove_containers)
     if not (deadline or is_worker()):
         raise SystemExit(exit_code())  # in process (a test) or a worker's child: exit as usual
     _show_cursor()
@@ -271,7 +317,9 @@ def _deadline() -> None:
     time.sleep(max(0.0, GRACE_S - (time.monotonic() - _started)))
     if _finished.locked():
         return
-    _mark_crashed(_where_id, 0.7)
+    if _where_id is None and logs.last_flow_run is not None:  # the handler never ran: the latest run to log
+        _remember(*logs.last_flow_run)
+    _mark_crashed(_where_id, 0.6)
     finish(deadline=True)
 
 
@@ -287,6 +335,11 @@ def _current_flow_run() -> str:
         return ""
     _where_id = ctx.flow_run.id
     return ctx.flow_run.name
+
+
+def _remember(flow_run_id, name: str) -> None:
+    global _where, _where_id
+    _where, _where_id = name, flow_run_id
 
 
 def _mark_crashed(flow_run_id, budget_s: float) -> None:

@@ -50,11 +50,21 @@ def _carries_a_failure(record: logging.LogRecord) -> bool:
     return bool(record.exc_info and record.exc_info[1] is not None) and record.levelno >= logging.ERROR
 
 
+last_flow_run: tuple[Any, str] | None = None  # (id, name) of the flow run that logged last
+
+
 class LogFile(logging.FileHandler):
     """$M1_HOME/logs/m1.log. A record it cannot write (a full disk) is noted, never printed: logging's
-    default prints "--- Logging error ---" and a traceback on the terminal."""
+    default prints "--- Logging error ---" and a traceback on the terminal. It also notes the flow run
+    that logged last (flows/interrupts.py marks it Crashed when a stopped command cannot unwind in time)."""
 
     failed: OSError | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        global last_flow_run
+        if (run_id := getattr(record, "flow_run_id", None)) is not None:
+            last_flow_run = (run_id, getattr(record, "flow_run_name", ""))
+        super().emit(record)
 
     def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
         exc = sys.exc_info()[1]

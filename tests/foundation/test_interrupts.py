@@ -52,6 +52,11 @@ try:
         box = get_sandbox("docker")
         long = Limits(wall_s=600, cpu_s=600)
         threading.Thread(target=box.run, args=(["sleep", "600"],), kwargs={"limits": long}, daemon=True).start()
+    if MODE == "deaf":  # a main thread that cannot take the signal, another thread can (it gets it)
+        import threading
+        threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1})
+        threading.Event().wait()  # a wait only the main thread's own signal would interrupt
     if MODE == "blocks":  # a worker that never sees the signal (stuck in C code, say)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1})
     while True:
@@ -123,7 +128,7 @@ def test_a_command_stops_within_seconds_with_one_line_and_its_children(tmp_path,
         assert stopped.seconds < interrupts.GRACE_S, stopped
     assert "Traceback" not in stopped.stderr + stopped.stdout, stopped
     name = signal.Signals(signum).name
-    killed = " (killed after 4.5 s)" if mode == "blocks" else ""
+    killed = f" (killed after {interrupts.KILL_S:g} s)" if mode == "blocks" else ""
     log = tmp_path / "home" / "logs" / "m1.log"
     where = f" (log: {log})" if log.parent.exists() else ""
     line = f"interrupted ({name}): stopped{killed}; {interrupts.RERUN}{'' if killed else where}"
@@ -169,6 +174,26 @@ def test_a_worker_signalled_itself_exits_143_and_takes_down_what_it_started(tmp_
         os.kill(proc.pid, signal.SIGCONT)
     assert proc.wait(timeout=10) == 143
     assert proc.stderr.read().splitlines() == [f"interrupted (SIGTERM): stopped; {interrupts.RERUN}"]
+
+
+def test_a_worker_whose_main_thread_cannot_take_the_signal_stops_by_its_deadline(tmp_path):
+    """A signal sent to the worker process is taken by another of its threads while the main thread cannot
+    run the handler: the thread that watches the signals starts the way out, and the worker exits by its
+    deadline with its one line, before the supervisor would kill it."""
+    args, env, pids = program(tmp_path, "deaf")
+    proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not pids.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    worker, child = worker_and_child(pids)
+    time.sleep(0.2)  # the main thread has masked the signals by now
+    t0 = time.monotonic()
+    os.kill(worker, signal.SIGINT)
+    assert proc.wait(timeout=10) == 130
+    assert interrupts.GRACE_S - 0.5 < time.monotonic() - t0 < interrupts.KILL_S
+    assert proc.stderr.read().splitlines() == [f"interrupted (SIGINT): stopped; {interrupts.RERUN}"]
+    assert gone(child)
 
 
 def test_the_work_dies_with_a_killed_supervisor(tmp_path):
