@@ -319,7 +319,7 @@ def _deadline() -> None:
         return
     if _where_id is None and logs.last_flow_run is not None:  # the handler never ran: the latest run to log
         _remember(*logs.last_flow_run)
-    _mark_crashed(_where_id, 0.6)
+    _mark_crashed(_where_id, 1.0)
     finish(deadline=True)
 
 
