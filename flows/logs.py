@@ -187,18 +187,29 @@ def failure_line(exc: BaseException, where: str, log: LogFile) -> str:
 
 
 def full_disk(exc: BaseException) -> str:
-    """Says "the disk under M1_HOME is full (N bytes free)" when the failure is a full disk: an ENOSPC
-    anywhere in the exception's chain, or that text in a message (a library that wraps the error in its
-    own, e.g. safetensors) while M1_HOME's disk has less than FULL_DISK_BYTES free; else ""."""
+    """What a full disk has to do with the failure, or "": "no space left on device (N free under
+    M1_HOME)" for an ENOSPC anywhere in the exception's chain or those words in a message (libraries wrap
+    the error in their own, e.g. safetensors; the failed write's space is often freed again by the time
+    the line is written, so the free space alone does not tell); "the disk under M1_HOME is full" for any
+    other failure while M1_HOME's disk has less than FULL_DISK_BYTES free (the Prefect server, whose
+    database is there, fails with an HTTP 500)."""
     chain = _chain(exc)
     enospc = any(isinstance(e, OSError) and e.errno == errno.ENOSPC for e in chain)
+    said = any("no space left on device" in str(e).lower() for e in chain)
     home = m1_home()
     probe = next((p for p in (home, *home.parents) if p.exists()), None)
     free = shutil.disk_usage(probe).free if probe is not None else None
-    said = any("no space left on device" in str(e).lower() for e in chain)
-    if enospc or (said and free is not None and free < FULL_DISK_BYTES) or (free is not None and free == 0):
-        return f"the disk under {home} is full ({free if free is not None else '?'} bytes free)"
+    if enospc or said:
+        return f"no space left on device ({_size(free)} free under {home})"
+    if free is not None and free < FULL_DISK_BYTES:
+        return f"the disk under {home} is full ({_size(free)} free)"
     return ""
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "? bytes"
+    return f"{n} bytes" if n < 1 << 20 else f"{n / (1 << 20):.1f} MB"
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -9,6 +9,7 @@ import errno
 import logging
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -108,22 +109,26 @@ def test_a_user_error_inside_a_flow_stays_its_own_line(prefect_harness, m1_home)
         logs.run_flow(user_error)
 
 
-def test_a_full_disk_is_said_as_such(m1_home, tmp_path):
+def test_a_full_disk_is_said_as_such(m1_home, monkeypatch):
     m1_home.mkdir(parents=True)
+    said = rf"no space left on device \(\d+(\.\d)? (bytes|MB) free under {re.escape(str(m1_home))}\)"
     full = OSError(errno.ENOSPC, "No space left on device")
-    assert re.fullmatch(
-        rf"the disk under {re.escape(str(m1_home))} is full \(\d+ bytes free\)", logs.full_disk(full)
-    )
+    assert re.fullmatch(said, logs.full_disk(full))
     wrapped = RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)")
-    assert logs.full_disk(wrapped) == ""  # only the words, on a disk with room: not called full
+    assert re.fullmatch(said, logs.full_disk(wrapped))  # a library's own error, in words
     try:
         try:
             raise full
         except OSError as exc:
             raise RuntimeError("could not save") from exc
     except RuntimeError as exc:
-        assert logs.full_disk(exc).startswith("the disk under")  # anywhere in the chain
-    assert logs.full_disk(ValueError("x")) == ""
+        assert re.fullmatch(said, logs.full_disk(exc))  # anywhere in the chain
+    assert logs.full_disk(ValueError("x")) == ""  # room on the disk: nothing to say
+    usage = shutil.disk_usage(m1_home)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=logs.FULL_DISK_BYTES - 1))
+    assert logs.full_disk(ValueError("Server error '500 Internal Server Error'")) == (
+        f"the disk under {m1_home} is full ({logs.FULL_DISK_BYTES - 1} bytes free)"
+    )  # any failure on a full disk: the Prefect server's database is on it
 
 
 def test_the_line_says_when_the_log_file_could_not_be_written(tmp_path):
