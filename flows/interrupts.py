@@ -25,9 +25,11 @@ Before, the terminal's SIGINT hit every process of the command at once: the temp
 died first, so the flow engine retried its state updates for minutes (ConnectError tracebacks), and
 each child printed its own KeyboardInterrupt traceback.
 
-The worker exits at most GRACE_S after the signal whatever its unwinding does (task-runner threads
-cannot be interrupted; a subflow's runner waits for them), and the supervisor kills the worker's process
-group at KILL_S: every `m1` command ends within 5 seconds. Killing is safe because every output is
+The worker starts its way out at most GRACE_S after the signal whatever its unwinding does (task-runner
+threads cannot be interrupted, and a subflow's runner waits for them; a thread watching the signals
+starts it even when the main thread never runs the handler), marking the runs Crashed itself where
+Prefect did not get to; the supervisor kills the worker's process group at KILL_S: every `m1` command
+ends within 5 seconds. Killing is safe because every output is
 written atomically (temporary name + rename: checkpoints, final models, dataset versions, reports), which
 is also why a run killed with SIGKILL resumes bitwise (tests/rl/test_faults.py); the rerun resumes from
 the newest complete checkpoint and the task cache.
@@ -63,10 +65,9 @@ received: int | None = None  # the signal that stopped this command (SIGINT, SIG
 _where = ""  # the flow run that was running when it came: its name and id
 _where_id = None
 _started = 0.0
-_begun = (
-    threading.Lock()
-)  # taken once, by whichever of the handler and the watching thread starts the way out
-_main_interrupted = False
+# Taken once, by whichever of the handler and the signal-watching thread starts the way out.
+_begun = threading.Lock()
+_main_interrupted = False  # the main thread has had its KeyboardInterrupt
 _console_fd: int | None = None  # the real stderr, once stderr goes to the log file
 _finished = threading.Lock()
 
