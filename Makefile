@@ -7,7 +7,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 M1 := $(VENV)/bin/m1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
-export PREFECT_LOGGING_TO_API_ENABLED := false
+# Every flow run's log lines go to the Prefect API (Prefect's default), so the UI shows them on the run's
+# page. They were switched off here from the project's first commit, with no reason recorded; the one
+# symptom of having them on was "--- Error logging to API ---" on the terminal when Ctrl-C killed the
+# temporary Prefect server before the last batch was sent, which flows/interrupts.py no longer lets happen.
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PYTEST_ARGS ?=

@@ -116,6 +116,7 @@ NOT_RESULTS: dict[str, str] = {
     "genrm.port": "the judge server's port",
     "train.torch_threads": "CPU threads: the same computation (float sums in one order per kernel)",
     "train.checkpoint_every": "how often a stage saves resumable state; a resumed stage is bitwise the same",
+    "train.keep_checkpoints": "how many step checkpoints a stage keeps on disk as it goes",
     "train.samples_per_step": "responses logged per step for people to read",
     "train.tensorboard": "an extra log of the same metrics",
     "train.curriculum": "names the curriculum; what a stage is built from is the stage's own definition",

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.commands.pipeline import ConfigOpt, SetOpt
+from flows.logs import run_flow
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -57,7 +58,7 @@ def logic(config: ConfigOpt = None, set_: SetOpt = None) -> None:
 
     cfg = load_config(config, set_ or [])
     preflight(cfg)  # bad tasks or bands fail here, before anything is written
-    show(logic_tasks(cfg), "task")
+    show(run_flow(logic_tasks, cfg), "task")
 
 
 @app.command("code")
@@ -71,4 +72,4 @@ def code(config: ConfigOpt = None, set_: SetOpt = None) -> None:
 
     cfg = load_config(config, set_ or [])
     preflight(cfg)
-    show(code_tasks(cfg), "family")
+    show(run_flow(code_tasks, cfg), "family")

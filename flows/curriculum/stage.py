@@ -309,6 +309,7 @@ class StageRun:
             rl_config(self.tc, self.tokenizer, self.stage),
             checkpoint_dir=self.paths.checkpoints,
             checkpoint_every=self.tc.checkpoint_every,
+            keep_last=self.tc.keep_checkpoints,
             step_hooks=hooks,
             after_step=[self.periodic_validation],
             dist=self.ctx,
