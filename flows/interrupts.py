@@ -212,7 +212,13 @@ def _supervisor(worker: int) -> int:
 def install() -> None:
     """The worker's handlers: SIGINT, SIGTERM, SIGHUP and the supervisor's STOP_TERM stop the command.
     A thread also watches the signals as they arrive (Python's wakeup fd), so the way out and its deadline
-    start even while the main thread cannot run a handler (stuck in C code)."""
+    start even while the main thread cannot run a handler (stuck in C code).
+
+    Nothing is installed in a program that calls `main()` in process (a test): the handlers, the wakeup
+    fd and its thread would outlive the call, and a signal the program later sends itself would start
+    the way out, whose deadline kills the process group (the test runner's, and whoever started it)."""
+    if not (os.environ.get(WORKER_ENV) or is_entry_point()):
+        return
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, STOP_TERM):
         with contextlib.suppress(ValueError):  # not the main thread: leave the handlers alone
             signal.signal(signum, on_signal)
@@ -300,7 +306,8 @@ def finish(*, deadline: bool = False) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    _kill_my_group()
+    if is_worker():  # its own session: the group is what the command started, never the caller's
+        _kill_my_group()
     # No interpreter shutdown: it would wait for task-runner threads still running a task.
     os._exit(exit_code())
 

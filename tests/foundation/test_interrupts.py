@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -273,6 +274,49 @@ def test_only_m1_itself_is_split(monkeypatch):
         monkeypatch.setattr(sys, "argv", argv)
         monkeypatch.setattr(sys, "orig_argv", orig)
         assert interrupts.is_entry_point() is expected, (argv, orig)
+
+
+def test_main_in_process_leaves_the_callers_signals_alone(monkeypatch, capsys):
+    """A test that runs `main()` in process and later signals itself (tests/sandboxes: SIGINT inside
+    `cleanup_on_signals`) must not find m1's handlers, wakeup fd and watching thread still there: they
+    started the way out, whose deadline SIGKILLed the whole process group, CI's runner with it."""
+    from flows.cli import main
+
+    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, interrupts.STOP_TERM)
+    before = {s: signal.getsignal(s) for s in held}
+    fd_before = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(fd_before)
+    monkeypatch.setattr(sys, "argv", ["m1", "--help"])
+    with pytest.raises(SystemExit):
+        main()
+    capsys.readouterr()
+    assert {s: signal.getsignal(s) for s in held} == before
+    fd_after = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(fd_after)
+    assert fd_after == fd_before
+    assert "m1-signals" not in {t.name for t in threading.enumerate()}
+
+
+def test_a_deadline_outside_a_worker_kills_no_group(tmp_path):
+    """Only a worker (a session of its own) kills its process group on the way out: a process sharing its
+    group with whoever started it (a shell script, CI) exits alone."""
+    child = "import signal; from flows import interrupts; interrupts.received = signal.SIGINT; interrupts.finish(deadline=True)"
+    parent = f"import subprocess, sys; done = subprocess.run([sys.executable, '-c', {child!r}]); print('survived', done.returncode)"
+    env = os.environ | {"PYTHONPATH": str(ROOT), "M1_HOME": str(tmp_path / "home")}
+    env.pop(interrupts.WORKER_ENV, None)
+    done = subprocess.run(
+        [sys.executable, "-c", parent],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+    )
+    assert done.returncode == 0 and done.stdout == "survived 130\n", (
+        done.returncode,
+        done.stdout,
+        done.stderr,
+    )
 
 
 def test_a_worker_that_replaced_itself_is_told_with_sigterm():
