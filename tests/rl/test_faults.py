@@ -45,19 +45,32 @@ def run_to_end(cmd, env) -> subprocess.CompletedProcess:
 
 def kill_at_random_step(cmd, env, stage: Path, seed: int) -> int:
     """Start the command and SIGKILL it at a random moment after the checkpoint of a random step; the
-    step it was killed in (its newest complete checkpoint + 1)."""
+    step it was killed in (its newest complete checkpoint + 1). A tiny stage's steps take a fraction of a
+    second, so a kill that came after the run had ended is tried again at once after the checkpoint."""
     rng = random.Random(seed)
     target = rng.randint(1, STEPS - 2)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 600
-    while not (stage / "checkpoints" / f"step-{target:06d}").exists():
-        assert proc.poll() is None, f"finished before step {target}"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(rng.uniform(0.0, 0.5))  # somewhere in the next step: rollouts, update or checkpoint write
-    os.kill(proc.pid, signal.SIGKILL)
-    assert proc.wait() == -signal.SIGKILL
-    return target
+    delay = rng.uniform(0.0, 0.5)  # somewhere in the next step: rollouts, update or checkpoint write
+    for _ in range(3):
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 600
+        # `--restart` discards the previous run's checkpoints and final model first: until then the step's
+        # checkpoint is the old run's, and a kill leaves the stage done (a rerun reuses it, rightly).
+        while (stage / "final").exists():
+            assert proc.poll() is None, "finished without discarding the previous run"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        while not (stage / "checkpoints" / f"step-{target:06d}").exists():
+            assert proc.poll() is None, f"finished before step {target}"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        code = proc.wait()
+        if not (stage / "final").exists():  # killed while it ran
+            assert code == -signal.SIGKILL
+            return target
+        delay = 0.0
+    pytest.fail(f"the run ended before every kill after step {target}")
 
 
 def resumed_step(done: subprocess.CompletedProcess) -> int:
