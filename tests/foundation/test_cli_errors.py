@@ -117,11 +117,14 @@ def test_deploy_without_a_reachable_server_is_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_an_error_inside_a_flow_is_one_line_with_the_traceback_in_the_log(tmp_path):
-    """`m1 train curriculum` on a fresh store fails inside its flow: the user sees the reason in one
-    line (exit 2), no traceback; the log under M1_HOME keeps it. Prefect's database is there too."""
+    """`m1 train curriculum` on a fresh store, every producer switched off, fails inside its flow (with
+    producers on it builds their data and trains without the missing curated data, saying so): the user
+    sees the reason in one line (exit 2), no traceback; the log under M1_HOME keeps it. Prefect's
+    database is there too."""
     env = {"PATH": "/usr/bin:/bin", "M1_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    off = [f"--set={kind}.enabled=false" for kind in ("logic", "code", "swe", "genrm")]
     proc = subprocess.run(
-        [*M1, "train", "curriculum"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
+        [*M1, "train", "curriculum", *off], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
     )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr + proc.stdout
