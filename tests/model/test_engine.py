@@ -95,13 +95,21 @@ def test_bad_prompts_and_params_are_rejected(model):
 
 
 def test_sampling_draws_the_categorical_distribution_and_never_a_filtered_token():
-    import torch
-
-    from m1model.engine import SamplingParams, _sample
+    from m1model.engine import sample_tokens
 
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.2, 0.0]])).expand(40_000, 4)
-    g = torch.Generator().manual_seed(0)
-    counts = torch.bincount(_sample(logits, SamplingParams(), g), minlength=4).float() / 40_000
+    u = torch.rand(40_000, generator=torch.Generator().manual_seed(0))
+    ones = torch.ones(40_000)
+    counts = torch.bincount(sample_tokens(logits, ones, ones, u), minlength=4).float() / 40_000
     assert torch.allclose(counts, torch.tensor([0.5, 0.3, 0.2, 0.0]), atol=0.01)
-    top = torch.bincount(_sample(logits, SamplingParams(top_p=0.6), g), minlength=4)
+    top = torch.bincount(sample_tokens(logits, ones, ones * 0.6, u), minlength=4)
     assert top[2] == 0 and top[3] == 0 and top[0] > top[1] > 0  # top-p keeps 0.5 + 0.3 only
+
+
+def test_each_row_samples_with_its_own_temperature_and_top_p():
+    from m1model.engine import sample_tokens
+
+    logits = torch.log(torch.tensor([[0.1, 0.6, 0.3]])).expand(3, 3)
+    u = torch.tensor([0.99, 0.99, 0.99])  # the last token's share of the inverse CDF
+    got = sample_tokens(logits, torch.tensor([0.0, 1.0, 1.0]), torch.tensor([1.0, 1.0, 0.5]), u)
+    assert got.tolist() == [1, 2, 1]  # greedy; sampled; the nucleus keeps only the 0.6 token
