@@ -21,12 +21,19 @@ when it is submitted (`Engine.submit`), so every request admitted can finish.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from m1model.cache import EnginePool
 
-if TYPE_CHECKING:
-    from m1model.engine import Request
+
+class Request(Protocol):
+    """What the scheduler reads and sets of an engine request (`m1model.engine.Request`)."""
+
+    num_tokens: int  # prompt + generated so far
+    num_computed: int  # of those, how many are in the cache
+    slot: int  # -1 when it holds none
+    blocks: list[int]
+    preemptions: int
 
 
 class Scheduler:
