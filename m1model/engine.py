@@ -225,10 +225,10 @@ class Engine:
         self.scheduler.add(req)
         return req
 
-    def abort(self, req: Request) -> None:
-        """Stop a request now (finish reason "abort" unless it already finished) and free its memory."""
+    def abort(self, req: Request, reason: FinishReason = "abort") -> None:
+        """Stop a request now (with ``reason``, unless it already finished) and free its memory."""
         if req.finish_reason is None:
-            req.finish_reason = "abort"
+            req.finish_reason = reason
             req.finished_at = time.monotonic()
         self.scheduler.finish(req)
 
