@@ -113,6 +113,7 @@ class Request:
     arrived: float = field(default_factory=time.monotonic)
     first_token_at: float | None = None
     finished_at: float | None = None
+    forced: list[int] | None = None  # teacher forcing: the tokens to take instead of sampling
 
     @property
     def num_tokens(self) -> int:
@@ -189,11 +190,18 @@ class Engine:
     # -- requests -----------------------------------------------------------------------------------------
 
     def submit(
-        self, prompts: Sequence[Sequence[int]], params: SamplingParams | Sequence[SamplingParams]
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams | Sequence[SamplingParams],
+        *,
+        forced: Sequence[Sequence[int]] | None = None,
     ) -> list[Request]:
         """Queue prompts (one SamplingParams for all, or one each); the i-th of a call seeded s draws with
         seed `request_seed(s, i)`. Everything is checked before anything is queued: ValueError on an empty
-        prompt, a token id outside the vocabulary, or a prompt + max_tokens longer than the KV cache."""
+        prompt, a token id outside the vocabulary, or a prompt + max_tokens longer than the KV cache.
+
+        forced: teacher forcing, per prompt the tokens to take instead of sampling (their logprobs are
+        reported as usual): the rollout path's probabilities of given tokens (m1model/precision.py)."""
         many = [params] * len(prompts) if isinstance(params, SamplingParams) else list(params)
         if len(many) != len(prompts):
             raise ValueError(f"{len(prompts)} prompts but {len(many)} sampling settings")
@@ -212,6 +220,8 @@ class Engine:
         for i, (p, sp) in enumerate(zip(prompts, many, strict=True)):
             seed = request_seed(sp.seed, i) if sp.seed is not None else None
             out.append(self._add(list(p), replace(sp, seed=seed)))
+            if forced is not None:
+                out[-1].forced = list(forced[i])
         return out
 
     def _add(self, prompt: list[int], params: SamplingParams) -> Request:
@@ -318,6 +328,11 @@ class Engine:
             ]
             t = logits.new_tensor
             token = sample_tokens(logits, t(temperature), t([r.params.top_p for r in reqs]), t(u))
+        if any(r.forced is not None for r in reqs):
+            token = token.clone()
+            for i, r in enumerate(reqs):
+                if r.forced is not None:
+                    token[i] = r.forced[len(r.output)]
         logp = policy.gather(1, token[:, None]).squeeze(1)
         tops = None
         k = max(r.params.logprobs for r in reqs)

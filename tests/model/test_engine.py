@@ -113,3 +113,19 @@ def test_each_row_samples_with_its_own_temperature_and_top_p():
     u = torch.tensor([0.99, 0.99, 0.99])  # the last token's share of the inverse CDF
     got = sample_tokens(logits, torch.tensor([0.0, 1.0, 1.0]), torch.tensor([1.0, 1.0, 0.5]), u)
     assert got.tolist() == [1, 2, 1]  # greedy; sampled; the nucleus keeps only the 0.6 token
+
+
+def test_forced_tokens_are_scored_along_the_decode_path(model):
+    """Teacher forcing through the engine (what the precision probe's rollout path uses): the given
+    tokens, in place of samples, with the policy's logprobs of them."""
+    tokens = [7, 7, 30, 2, 99]
+    engine = Engine(model)
+    (req,) = engine.submit(
+        [PROMPTS[1]], SamplingParams(temperature=1.0, max_tokens=5, seed=0), forced=[tokens]
+    )
+    while not req.finished:
+        engine.step()
+    assert req.output == tokens and req.finish_reason == "length"
+    with torch.no_grad():
+        expected = model.token_logprobs(torch.tensor([PROMPTS[1] + tokens]))[0, len(PROMPTS[1]) - 1 :]
+    torch.testing.assert_close(torch.tensor(req.logprobs), expected, atol=1e-4, rtol=0)
