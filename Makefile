@@ -44,7 +44,7 @@ test: $(VENV)/.installed services
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -m "not gpu and not slow and not docker" $(PYTEST_ARGS)
 
-BENCHES ?= attention decode train-step sft dedup verify rewards sandbox logic rl swe genrm train-scale
+BENCHES ?= attention decode train-step sft dedup verify rewards sandbox logic rl swe genrm engine train-scale
 bench: $(VENV)/.installed services
 	set -e; for b in $(BENCHES); do echo "== m1 bench $$b"; $(M1) bench $$b; done
 
