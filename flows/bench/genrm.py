@@ -1,18 +1,24 @@
 """`m1 bench genrm`: judged items per second through `m1 serve model`, against un-batched engine calls.
 
 The workload is the five-grade judge's real prompts (held-out labelled responses to math, logic and
-general items) sent as chat requests by 1, 8 and 32 concurrent clients to `m1 serve model` running in its
-own process (one torch thread). The baseline, measured in the same run, is what a user would write
-without a server: the same model in this process (one torch thread), the same chat-template tokenisation
-and greedy settings, one `Engine.generate` call per item, in sequence. Both sides generate exactly
-``max_tokens`` tokens per item unless the judge stops earlier, so the ratio measures batching and serving,
-not different amounts of work. Reported: items/s and its ratio to the baseline, p50/p99 latency per item,
-and the server's mean engine batch (from /health).
+general items) sent as streamed chat requests by 1, 8 and 32 concurrent clients to `m1 serve model`
+running in its own process (one torch thread), with two sets of output lengths: the judge's own
+(``max_tokens`` 8 for every item: 'Grade: N' + EOS) and heavy-tailed ones (each item its own
+``max_tokens``, log-normal with median 16, clipped to 2..256: what continuous batching is for). The
+baseline, measured in the same run, is what a user would write without a server: the same model in this
+process (one torch thread), the same chat-template tokenisation, greedy settings and per-item
+``max_tokens``, one `Engine.generate` call per item, in sequence. Both sides generate exactly the same
+tokens, so the ratio measures batching and serving, not different amounts of work. Reported: items/s
+and its ratio to the baseline, p50/p99 time to first token (the first streamed content) and latency per
+item (the baseline streams nothing: its first token comes with its answer), and the server's mean
+batch per engine step (from /health). `m1 bench engine` compares
+continuous with static batching on one engine.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -28,11 +34,13 @@ from flows.bench import app
 from flows.bench.load import LoadMeter, print_start
 
 
-async def _drive(url: str, bodies: list[dict], clients: int) -> tuple[float, list[float], int]:
-    """(seconds, per-request latencies, failures) for the bodies sent by ``clients`` concurrent clients.
-    The clients (one keep-alive connection each) are made and connected before the clock starts: building
-    an httpx client loads certificates, tens of milliseconds that are the benchmark's, not the server's."""
+async def _drive(url: str, bodies: list[dict], clients: int) -> tuple[float, list[float], list[float], int]:
+    """(seconds, per-request time to first token, per-request latencies, failures) for the bodies sent
+    (streamed) by ``clients`` concurrent clients. The clients (one keep-alive connection each) are made
+    and connected before the clock starts: building an httpx client loads certificates, tens of
+    milliseconds that are the benchmark's, not the server's."""
     queue = iter(bodies)
+    ttft: list[float] = []
     latencies: list[float] = []
     failures = 0
     pool = [httpx.AsyncClient(base_url=url, timeout=600) for _ in range(clients)]
@@ -42,14 +50,26 @@ async def _drive(url: str, bodies: list[dict], clients: int) -> tuple[float, lis
         nonlocal failures
         for body in queue:
             t0 = time.perf_counter()
-            r = await client.post("/chat/completions", json=body)
+            first = None
+            async with client.stream("POST", "/chat/completions", json=body | {"stream": True}) as r:
+                async for line in r.aiter_lines():
+                    if first is None and line.startswith("data: {"):
+                        event = json.loads(line[6:])
+                        if "error" in event:
+                            failures += 1
+                        elif (
+                            event["choices"][0]["delta"].get("content")
+                            or event["choices"][0]["finish_reason"]
+                        ):
+                            first = time.perf_counter()
+                failures += r.status_code != 200
             latencies.append(time.perf_counter() - t0)
-            failures += r.status_code != 200
+            ttft.append((first or time.perf_counter()) - t0)
 
     try:
         t0 = time.perf_counter()
         await asyncio.gather(*(worker(c) for c in pool))
-        return time.perf_counter() - t0, latencies, failures
+        return time.perf_counter() - t0, ttft, latencies, failures
     finally:
         await asyncio.gather(*(c.aclose() for c in pool))
 
@@ -71,6 +91,12 @@ def _judge_checkpoint(folder: Path) -> Path:
     return save_policy(fresh_model(g.judge_model, tokenizer), tokenizer, folder)
 
 
+def heavy_tailed_lengths(n: int, seed: int = 3) -> list[int]:
+    """Per-item max_tokens: log-normal, median 16, clipped to 2..256."""
+    rng = np.random.default_rng(seed)
+    return np.clip(np.round(rng.lognormal(np.log(16), 1.0, n)), 2, 256).astype(int).tolist()
+
+
 @app.command("genrm")
 def bench_genrm(
     checkpoint: Annotated[
@@ -79,8 +105,12 @@ def bench_genrm(
     items: Annotated[int, typer.Option(min=8, help="Judged items per concurrency level.")] = 64,
     concurrency: Annotated[str, typer.Option(help="Concurrent clients, comma-separated.")] = "1,8,32",
     max_tokens: Annotated[int, typer.Option(min=1, help="Tokens per judgment ('Grade: N' + EOS).")] = 8,
+    workloads: Annotated[
+        str, typer.Option(help="Comma-separated: judge, heavy-tailed.")
+    ] = "judge,heavy-tailed",
 ) -> None:
-    """Judge throughput through `m1 serve model` at 1/8/32 clients vs sequential engine calls."""
+    """Judge throughput through `m1 serve model` at 1/8/32 clients vs sequential engine calls, with the
+    judge's output lengths and with heavy-tailed ones; time to first token and latency percentiles."""
     # heavy: torch, transformers, scipy; not at m1 start-up
     import torch
 
@@ -91,75 +121,81 @@ def bench_genrm(
     from m1model.policy import load_policy
 
     levels = [int(c) for c in concurrency.split(",") if c.strip()]
+    kinds = [w.strip() for w in workloads.split(",") if w.strip()]
     console = Console()
     print_start(console)
     meter = LoadMeter()
-    baseline = "engine, sequential (baseline)"
     torch.set_num_threads(1)
+    tables = []
     with tempfile.TemporaryDirectory(prefix="m1-bench-genrm-") as tmp:
         folder = checkpoint or _judge_checkpoint(Path(tmp) / "judge")
         messages = [e.message for e in grade_examples(labelled_set(items, items // 2, items, seed=7))][:items]
         model, tokenizer = load_policy(folder)
-
-        # baseline: one engine call per item, in sequence, same tokens and settings as the server
         engine = Engine(model)
-        params = SamplingParams(
-            temperature=0.0, max_tokens=max_tokens, stop_token_ids=(tokenizer.eos_token_id,)
-        )
-        base_lat = []
-        with meter.side(baseline):
-            t0 = time.perf_counter()
-            for m in messages:
-                t = time.perf_counter()
-                engine.generate([chat_ids(tokenizer, m)], params)
-                base_lat.append(time.perf_counter() - t)
-            base_s = time.perf_counter() - t0
-        base_rate = len(messages) / base_s
-
-        bodies = [
-            {
-                "model": MODEL_NAME,
-                "messages": [{"role": "user", "content": m}],
-                "max_tokens": max_tokens,
-                "temperature": 0,
-            }
-            for m in messages
-        ]
-        rows = [(baseline, "-", base_rate, 1.0, base_lat, "1.0")]
         with served_judge(folder, export_env=False) as url:
-            asyncio.run(_drive(url, bodies[:4], 2))  # warm-up
-            for c in levels:
-                before = httpx.get(url.removesuffix("/v1") + "/health").json()["batching"]
-                with meter.side(f"m1 serve model, {c} clients"):  # the server is a child: its CPU is ours
-                    seconds, lat, failures = asyncio.run(_drive(url, bodies, c))
-                after = httpx.get(url.removesuffix("/v1") + "/health").json()["batching"]
-                calls = after["engine_calls"] - before["engine_calls"]
-                batch = (after["sequences"] - before["sequences"]) / max(calls, 1)
-                rate = (len(bodies) - failures) / seconds
-                rows.append(
-                    (
-                        f"m1 serve model, {c} clients",
-                        str(failures),
-                        rate,
-                        rate / base_rate,
-                        lat,
-                        f"{batch:.1f}",
-                    )
+            warm = [{"model": MODEL_NAME, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}]
+            asyncio.run(_drive(url, warm * 4, 2))  # warm-up
+            for kind in kinds:
+                lengths = (
+                    [max_tokens] * len(messages) if kind == "judge" else heavy_tailed_lengths(len(messages))
                 )
+                baseline = f"{kind}: engine, sequential (baseline)"
+                base_lat = []
+                with meter.side(baseline):  # one engine call per item, same tokens and settings as the server
+                    t0 = time.perf_counter()
+                    for m, n in zip(messages, lengths, strict=True):
+                        params = SamplingParams(
+                            temperature=0.0, max_tokens=n, stop_token_ids=(tokenizer.eos_token_id,)
+                        )
+                        t = time.perf_counter()
+                        engine.generate([chat_ids(tokenizer, m)], params)
+                        base_lat.append(time.perf_counter() - t)
+                    base_s = time.perf_counter() - t0
+                base_rate = len(messages) / base_s
+                bodies = [
+                    {
+                        "model": MODEL_NAME,
+                        "messages": [{"role": "user", "content": m}],
+                        "max_tokens": n,
+                        "temperature": 0,
+                    }
+                    for m, n in zip(messages, lengths, strict=True)
+                ]
+                rows = [(baseline, "-", base_rate, 1.0, base_lat, base_lat, "1.0")]
+                for c in levels:
+                    before = httpx.get(url.removesuffix("/v1") + "/health").json()["batching"]
+                    side = f"{kind}: m1 serve model, {c} clients"
+                    with meter.side(side):  # the server is a child: its CPU is ours
+                        seconds, ttft, lat, failures = asyncio.run(_drive(url, bodies, c))
+                    after = httpx.get(url.removesuffix("/v1") + "/health").json()["batching"]
+                    steps = after["steps"] - before["steps"]
+                    batch = (after["step_sequences"] - before["step_sequences"]) / max(steps, 1)
+                    rate = (len(bodies) - failures) / seconds
+                    rows.append((side, str(failures), rate, rate / base_rate, ttft, lat, f"{batch:.1f}"))
+                title = f"judged items/s, {kind}: {len(messages)} judge prompts, max_tokens " + (
+                    f"{max_tokens} each"
+                    if kind == "judge"
+                    else f"median {int(np.median(lengths))}, max {max(lengths)}"
+                )
+                tables.append((title, baseline, rows))
 
-    table = Table(title=f"judged items/s: {len(messages)} judge prompts, {max_tokens} tokens each")
-    for col in ("mode", "failed", "items/s", "vs baseline", "p50 ms", "p99 ms", "mean engine batch"):
-        table.add_column(col, justify="left" if col == "mode" else "right", no_wrap=col == "mode")
-    for mode, failed, rate, ratio, lat, batch in rows:
-        ms = np.asarray(lat) * 1000
-        table.add_row(
-            mode,
-            failed,
-            f"{rate:.1f}",
-            meter.ratio(baseline, mode, ratio),
-            f"{np.percentile(ms, 50):.0f}",
-            f"{np.percentile(ms, 99):.0f}",
-            batch,
-        )
-    console.print(table)
+    for title, baseline, rows in tables:
+        table = Table(title=title)
+        cols = ("mode", "failed", "items/s", "vs baseline", "TTFT p50 ms", "TTFT p99 ms", "p50 ms", "p99 ms")
+        for col in (*cols, "mean batch per step"):
+            table.add_column(col, justify="left" if col == "mode" else "right", no_wrap=col == "mode")
+        for mode, failed, rate, ratio, ttft, lat, batch in rows:
+            ttft_ms, ms = np.asarray(ttft) * 1000, np.asarray(lat) * 1000
+            table.add_row(
+                mode,
+                failed,
+                f"{rate:.1f}",
+                meter.ratio(baseline, mode, ratio),
+                f"{np.percentile(ttft_ms, 50):.0f}",
+                f"{np.percentile(ttft_ms, 99):.0f}",
+                f"{np.percentile(ms, 50):.0f}",
+                f"{np.percentile(ms, 99):.0f}",
+                batch,
+            )
+        console.print(table)
     console.print(meter.summary(), highlight=False)

@@ -68,6 +68,7 @@ class LoopStats:
             "requests": self.requests,
             "sequences": self.sequences,
             "steps": self.steps,
+            "step_sequences": self.step_sequences,
             "mean_batch": self.step_sequences / self.steps if self.steps else 0.0,
             "busy_fraction": self.busy_s / max(time.monotonic() - self.started, 1e-9),
         }
