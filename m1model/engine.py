@@ -145,16 +145,18 @@ def request_seed(seed: int, index: int) -> int:
 class Engine:
     """Generate with an M1ForCausalLM on its current device and dtype.
 
-    max_num_seqs: request slots (requests running at once). max_num_batched_tokens: tokens per step
-    (decodes plus prefill chunks). block_size: positions per KV block. kv_cache_tokens: positions of KV
-    cache per softmax layer over all requests (default max_num_seqs x 1024); a request's prompt plus
-    max_tokens must fit in it.
+    max_num_seqs: request slots (requests running at once; an RL step's P x G responses, 64 x 8 in the
+    experiments, then run in one or two waves: on CPU a step of a small model costs about the same for
+    64 or 256 rows). max_num_batched_tokens: tokens per step (decodes plus prefill chunks). block_size:
+    positions per KV block. kv_cache_tokens: positions of KV cache per softmax layer over all requests
+    (default 65536); a request's prompt plus max_tokens must fit in it, and when the running requests
+    outgrow it the newest are preempted.
     """
 
     def __init__(
         self,
         model: M1ForCausalLM,
-        max_num_seqs: int = 64,
+        max_num_seqs: int = 256,
         *,
         max_num_batched_tokens: int = 1024,
         block_size: int = 16,
@@ -165,7 +167,7 @@ class Engine:
         self.model = model
         self.max_num_seqs = max_num_seqs
         self.block_size = block_size
-        self.kv_cache_tokens = kv_cache_tokens or max_num_seqs * 1024
+        self.kv_cache_tokens = kv_cache_tokens or 1 << 16
         self.scheduler = Scheduler(max_num_seqs, max_num_batched_tokens)
         self._pool: EnginePool | None = None
         self._ids = itertools.count()

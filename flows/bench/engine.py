@@ -20,7 +20,8 @@ sent the request) and latency. The sides alternate in rounds so all see the same
 
 **RL rollouts**: one step's sampling, P prompts x G responses of mixed length (each response its own
 length, heavy-tailed within the window): `Engine.generate` in static batches of 64 (the old engine's
-``max_batch_size``) against all of them submitted at once (continuous), seconds per step and tokens/s.
+``max_batch_size``: each batch runs to its longest) against all of them submitted at once to the
+trainer's engine (its default 256 slots, continuous), seconds per step and tokens/s.
 """
 
 from __future__ import annotations
@@ -241,7 +242,9 @@ def bench_engine(
         )
     console.print(table)
 
-    # RL rollouts: one step's sampling, P x G responses of mixed length.
+    # RL rollouts: one step's sampling, P x G responses of mixed length; the trainer's engine (its
+    # default slots) against the old Engine.generate (static batches of 64).
+    engine = Engine(net, max_num_batched_tokens=max_num_batched_tokens)
     rng = np.random.default_rng(11)
     rl_rows: dict[str, list[tuple[float, int]]] = defaultdict(list)
     for r in range(rounds):
@@ -277,7 +280,7 @@ def bench_engine(
     console.print(table)
     stats = engine.stats()
     console.print(
-        f"engine: {engine.max_num_seqs} slots, {stats['kv_blocks_total']} KV blocks of {stats['block_size']}, "
+        f"the trainer's engine: {engine.max_num_seqs} slots, {stats['kv_blocks_total']} KV blocks of {stats['block_size']}, "
         f"{max_num_batched_tokens} tokens per step; memory: lightning states "
         f"{stats['lightning_states_bytes'] / 2**20:.1f} MiB, KV blocks {stats['kv_blocks_bytes'] / 2**20:.1f} MiB; "
         f"{stats['preemptions_total']} preemptions; model: the pipeline's {model} shape",

@@ -99,7 +99,7 @@ def model(
     ] = 1024,
     kv_cache_tokens: Annotated[
         int | None,
-        typer.Option(min=1, help="KV cache positions per softmax layer (default: max-num-seqs x 1024)."),
+        typer.Option(min=1, help="KV cache positions per softmax layer (default 65536)."),
     ] = None,
     max_model_len: Annotated[
         int | None, typer.Option(min=2, help="Prompt + completion tokens (default: the model's).")

@@ -48,7 +48,7 @@ class ServerSettings:
     model_name: str = "m1"
     max_num_seqs: int = 64  # requests generating at once (the engine's slots)
     max_num_batched_tokens: int = 1024  # tokens per engine step: decodes plus prefill chunks
-    kv_cache_tokens: int | None = None  # KV positions per softmax layer (default max_num_seqs x 1024)
+    kv_cache_tokens: int | None = None  # KV positions per softmax layer (default 65536)
     max_model_len: int | None = None  # prompt + completion tokens; default: the model's max positions
     default_chat_max_tokens: int = 256  # when a chat request sets no max_tokens
 
