@@ -56,17 +56,20 @@ def _model(which: str):
     ).eval()
 
 
+def heavy_tailed_lengths(n: int, rng: np.random.Generator) -> list[int]:
+    """Output lengths with a heavy tail: log-normal, median 16, clipped to 2..256 (a few requests want
+    ten times what most do, as reasoning traces and judges' answers do)."""
+    return np.clip(np.round(rng.lognormal(np.log(16), 1.0, n)), 2, 256).astype(int).tolist()
+
+
 def workload(kind: str, n: int, vocab: int, seed: int, uniform_len: int = 32):
     """(prompt, SamplingParams) per request: prompts of 16..96 random tokens; outputs as ``kind`` says."""
     from m1model import SamplingParams
 
     rng = np.random.default_rng(seed)
-    if kind == "heavy-tailed":
-        lengths = np.clip(np.round(rng.lognormal(np.log(16), 1.0, n)), 2, 256).astype(int)
-    else:
-        lengths = np.full(n, uniform_len)
+    lengths = heavy_tailed_lengths(n, rng) if kind == "heavy-tailed" else [uniform_len] * n
     out = []
-    for i, length in enumerate(lengths.tolist()):
+    for i, length in enumerate(lengths):
         prompt = rng.integers(3, vocab, int(rng.integers(16, 97))).tolist()
         params = SamplingParams(
             temperature=1.0, max_tokens=length, seed=seed * 100_000 + i, repetition_run=10**6

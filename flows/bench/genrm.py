@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.bench import app
+from flows.bench.engine import heavy_tailed_lengths
 from flows.bench.load import LoadMeter, print_start
 
 
@@ -91,12 +92,6 @@ def _judge_checkpoint(folder: Path) -> Path:
     return save_policy(fresh_model(g.judge_model, tokenizer), tokenizer, folder)
 
 
-def heavy_tailed_lengths(n: int, seed: int = 3) -> list[int]:
-    """Per-item max_tokens: log-normal, median 16, clipped to 2..256."""
-    rng = np.random.default_rng(seed)
-    return np.clip(np.round(rng.lognormal(np.log(16), 1.0, n)), 2, 256).astype(int).tolist()
-
-
 @app.command("genrm")
 def bench_genrm(
     checkpoint: Annotated[
@@ -137,7 +132,9 @@ def bench_genrm(
             asyncio.run(_drive(url, warm * 4, 2))  # warm-up
             for kind in kinds:
                 lengths = (
-                    [max_tokens] * len(messages) if kind == "judge" else heavy_tailed_lengths(len(messages))
+                    [max_tokens] * len(messages)
+                    if kind == "judge"
+                    else heavy_tailed_lengths(len(messages), np.random.default_rng(3))
                 )
                 baseline = f"{kind}: engine, sequential (baseline)"
                 base_lat = []
