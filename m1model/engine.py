@@ -99,7 +99,7 @@ class Request:
     id: int
     prompt: list[int]
     params: SamplingParams
-    generator: torch.Generator | None
+    generator: np.random.Generator | None  # its own stream of uniform draws, one per sampled token
     output: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     top_logprobs: TopLogprobs | None = None
@@ -134,6 +134,11 @@ class Request:
         return Completion(
             list(self.output), list(self.logprobs), self.finish_reason or "abort", self.top_logprobs
         )
+
+
+# The largest float32 below 1: a float64 draw that rounds up to 1.0 in float32 would pick past the end of
+# the CDF (a top-p filtered token).
+_BELOW_ONE = 1.0 - 2.0**-24
 
 
 def request_seed(seed: int, index: int) -> int:
@@ -230,7 +235,7 @@ class Engine:
         generator = None
         if params.temperature > 0:
             seed = params.seed if params.seed is not None else int(torch.randint(2**62, (1,)).item())
-            generator = torch.Generator().manual_seed(seed)
+            generator = np.random.default_rng(seed)
         req = Request(next(self._ids), prompt, params, generator)
         if params.logprobs:
             req.top_logprobs = []
@@ -325,9 +330,7 @@ class Engine:
         else:
             # one draw per sampled token from the request's own generator: its stream never depends on
             # what else is in the batch
-            u = [
-                torch.rand(1, generator=r.generator).item() if r.generator is not None else 0.0 for r in reqs
-            ]
+            u = [min(r.generator.random(), _BELOW_ONE) if r.generator is not None else 0.0 for r in reqs]
             t = logits.new_tensor
             token = sample_tokens(logits, t(temperature), t([r.params.top_p for r in reqs]), t(u))
         if any(r.forced is not None for r in reqs):
