@@ -218,6 +218,8 @@ class Engine:
                 raise ValueError(f"prompt {i} is empty")
             if min(p) < 0 or max(p) >= vocab:
                 raise ValueError(f"prompt {i} has token ids outside [0, {vocab})")
+            if forced is not None and len(forced[i]) < sp.max_tokens:
+                raise ValueError(f"prompt {i}: {len(forced[i])} forced tokens for max_tokens {sp.max_tokens}")
             if len(p) + sp.max_tokens > capacity:
                 raise ValueError(
                     f"prompt {i}: {len(p)} tokens + max_tokens {sp.max_tokens} exceed the engine's KV cache "
