@@ -310,7 +310,9 @@ class _TextStream:
         else:
             text, upto = service.decode(self.ids), len(self.ids)
             safe = len(text.rstrip("\ufffd"))  # an incomplete UTF-8 character decodes as U+FFFD
-            for s in stops:  # hold back what could still become a stop string
+            for s in stops:  # never a stop string, and hold back what could still become one
+                if (at := text.find(s)) >= 0:
+                    safe = min(safe, at)
                 for k in range(min(len(s) - 1, safe), 0, -1):
                     if text[:safe].endswith(s[:k]):
                         safe -= k

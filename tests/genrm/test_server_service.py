@@ -149,3 +149,20 @@ def test_a_stop_string_cuts_the_tokens_at_the_shortest_prefix_that_reaches_it(se
     )
     assert done.token_ids == ids[:shortest] and len(done.logprobs) == shortest
     assert done.finish_reason == "stop" and "fox" not in done.text and done.text.startswith("the quick")
+
+
+def test_streamed_text_holds_back_half_characters_and_possible_stop_strings(service):
+    from m1model.serving.app import _TextStream
+    from m1model.serving.batcher import Delta
+
+    tok = service.tokenizer
+    ids = tok.encode("fox é fin", add_special_tokens=False)
+    stream, sent = _TextStream(), []
+    for i, t in enumerate(ids):
+        last = i == len(ids) - 1
+        text, tokens = stream.add(service, Delta(0, [t], [-0.1], None, "length" if last else None), ["fi"])
+        sent.append(text)
+        assert "\ufffd" not in text and "fi" not in text
+        assert tokens.token_ids == ([] if last else [t])  # the last token is past the cut: not sent
+    assert "".join(sent) == "fox é "  # cut at the stop string, which was never sent
+    assert any(s == "" for s in sent[:-1])  # something was held back on the way (a half é, or the "f")
