@@ -3,7 +3,9 @@
 Every side runs the same requests on the same engine (m1model.engine, one torch thread), so the
 ratios measure scheduling alone:
 
-- **sequential**: one request at a time, as a caller without a server would (`Engine.generate([p])`);
+- **sequential**: one request at a time, as a caller without a server would (`Engine.generate([p])`),
+  on the first ``--sequential`` requests of each round (its rate is per generated token, so a subset
+  measures it at a fraction of the time);
 - **static**: what `m1 serve model` did before continuous batching: the requests waiting when a batch
   starts (up to ``--clients``) run as one `Engine.generate` call, every answer is returned when the
   longest ends (the old server sent finished completions only, so its time to first token is its
@@ -16,7 +18,8 @@ the same tokens): *heavy-tailed* output lengths (log-normal, median 16, clipped 
 lengths (every request the same), and the *issue example* (32 greedy requests at once, 4 asking for
 160 tokens and 28 for 8: the short ones' latency against the long ones'). Reported per side: generated
 tokens/s and its ratio to sequential and to static, p50/p99 time to first token (from when the client
-sent the request) and latency. The sides alternate in rounds so all see the same machine load.
+sent the request) and latency. The closed workload ends with a drain (the last requests run with few
+neighbours, the longest alone), so each round holds many requests per client. The sides alternate in rounds so all see the same machine load.
 
 **RL rollouts**: one step's sampling, P prompts x G responses of mixed length (each response its own
 length, heavy-tailed within the window): `Engine.generate` in static batches of 64 (the old engine's
@@ -162,7 +165,10 @@ def _table(console, meter: LoadMeter, title: str, rows: dict[str, list], seconds
 @app.command("engine")
 def bench_engine(
     clients: Annotated[int, typer.Option(min=1, help="Concurrent clients (and the static batch size).")] = 32,
-    requests: Annotated[int, typer.Option(min=1, help="Requests per workload and round.")] = 96,
+    requests: Annotated[int, typer.Option(min=1, help="Requests per workload and round.")] = 256,
+    sequential: Annotated[
+        int, typer.Option(min=1, help="Of those, how many the sequential side runs (its rate is per token).")
+    ] = 32,
     rounds: Annotated[int, typer.Option(min=1, help="Alternations of the three sides.")] = 2,
     uniform_len: Annotated[
         int, typer.Option(min=1, help="Output tokens per request, uniform workload.")
@@ -202,7 +208,7 @@ def bench_engine(
                 with console.status(f"{kind}, round {r + 1}/{rounds}: {side}"), meter.side(f"{kind}: {side}"):
                     t0 = time.perf_counter()
                     if side == "sequential":
-                        rows[side] += run_sequential(engine, work)
+                        rows[side] += run_sequential(engine, work[:sequential])
                     elif side == "static":
                         rows[side] += run_static(engine, work, clients)
                     else:

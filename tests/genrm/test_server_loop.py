@@ -183,20 +183,14 @@ def test_loop_metrics_show_running_waiting_and_preempted():
     b = EngineLoop(engine)
     params = SamplingParams(temperature=0, max_tokens=24)
     seen: list[dict] = []
-    done = asyncio.Event()
+    step = engine.step
 
-    async def ask(loop):
-        try:
-            return await loop.generate([[1, 2], [3, 4]], params)
-        finally:
-            done.set()
+    def watched_step():  # what /metrics would show between two steps, read in the engine thread
+        seen.append(b.metrics())
+        return step()
 
-    async def watch(loop):
-        while not done.is_set():
-            seen.append(loop.metrics())
-            await asyncio.sleep(0)
-
-    got = _serve(b, ask, watch)
+    engine.step = watched_step
+    got = _serve(b, lambda loop: loop.generate([[1, 2], [3, 4]], params))
     assert b.metrics()["preemptions_total"] >= 1 and b.metrics()["recomputed_tokens_total"] > 0
     assert any(m["preempted"] == 1 and m["running"] == 1 for m in seen)
     assert all(m["kv_blocks_used"] <= m["kv_blocks_total"] == 10 for m in seen)

@@ -118,7 +118,8 @@ def test_engine_bench_compares_continuous_static_and_sequential():
 
     result = CliRunner().invoke(
         app,
-        ["bench", "engine", "--clients", "4", "--requests", "8", "--rounds", "1", "--uniform-len", "4"]
+        ["bench", "engine", "--clients", "4", "--requests", "8", "--sequential", "4", "--rounds", "1"]
+        + ["--uniform-len", "4"]
         + ["--prompts", "2", "--group-size", "4", "--window", "8"],
         env={"COLUMNS": "200"},
     )
