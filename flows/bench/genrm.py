@@ -1,7 +1,7 @@
 """`m1 bench genrm`: judged items per second through `m1 serve model`, against un-batched engine calls.
 
 The workload is the five-grade judge's real prompts (held-out labelled responses to math, logic and
-general items) sent as streamed chat requests by 1, 8 and 32 concurrent clients to `m1 serve model`
+general items) sent as chat requests by 1, 8 and 32 concurrent clients to `m1 serve model`
 running in its own process (one torch thread), with two sets of output lengths: the judge's own
 (``max_tokens`` 8 for every item: 'Grade: N' + EOS) and heavy-tailed ones (each item its own
 ``max_tokens``, log-normal with median 16, clipped to 2..256: what continuous batching is for). The
@@ -9,9 +9,10 @@ baseline, measured in the same run, is what a user would write without a server:
 process (one torch thread), the same chat-template tokenisation, greedy settings and per-item
 ``max_tokens``, one `Engine.generate` call per item, in sequence. Both sides generate exactly the same
 tokens, so the ratio measures batching and serving, not different amounts of work. Reported: items/s
-and its ratio to the baseline, p50/p99 time to first token (the first streamed content) and latency per
-item (the baseline streams nothing: its first token comes with its answer), and the server's mean
-batch per engine step (from /health). `m1 bench engine` compares
+and its ratio to the baseline and p50/p99 latency per item, with plain requests (what the judge's
+clients send); then the same requests streamed: items/s and p50/p99 time to first token (the first event
+with content; the baseline streams nothing, its first token comes with its answer); and the server's
+mean batch per engine step (from /health). `m1 bench engine` compares
 continuous with static batching on one engine.
 """
 
@@ -35,11 +36,14 @@ from flows.bench.engine import heavy_tailed_lengths
 from flows.bench.load import LoadMeter, print_start
 
 
-async def _drive(url: str, bodies: list[dict], clients: int) -> tuple[float, list[float], list[float], int]:
-    """(seconds, per-request time to first token, per-request latencies, failures) for the bodies sent
-    (streamed) by ``clients`` concurrent clients. The clients (one keep-alive connection each) are made
-    and connected before the clock starts: building an httpx client loads certificates, tens of
-    milliseconds that are the benchmark's, not the server's."""
+async def _drive(
+    url: str, bodies: list[dict], clients: int, stream: bool
+) -> tuple[float, list[float], list[float], int]:
+    """(seconds, per-request time to first token, per-request latencies, failures) for the bodies sent by
+    ``clients`` concurrent clients; streamed, the first token is the first event with content, else it
+    comes with the answer. The clients (one keep-alive connection each) are made and connected before the
+    clock starts: building an httpx client loads certificates, tens of milliseconds that are the
+    benchmark's, not the server's."""
     queue = iter(bodies)
     ttft: list[float] = []
     latencies: list[float] = []
@@ -47,23 +51,29 @@ async def _drive(url: str, bodies: list[dict], clients: int) -> tuple[float, lis
     pool = [httpx.AsyncClient(base_url=url, timeout=600) for _ in range(clients)]
     await asyncio.gather(*(c.get("/models") for c in pool))  # connect before the clock starts
 
+    async def one(client: httpx.AsyncClient, body: dict) -> float | None:
+        """Send one request; the time its first token arrived (None: failed)."""
+        if not stream:
+            r = await client.post("/chat/completions", json=body)
+            return time.perf_counter() if r.status_code == 200 else None
+        first = None
+        async with client.stream("POST", "/chat/completions", json=body | {"stream": True}) as r:
+            async for line in r.aiter_lines():
+                if first is None and line.startswith("data: {"):
+                    event = json.loads(line[6:])
+                    if "error" in event:
+                        return None
+                    choice = event["choices"][0]
+                    if choice["delta"].get("content") or choice["finish_reason"]:
+                        first = time.perf_counter()
+        return first if r.status_code == 200 else None
+
     async def worker(client: httpx.AsyncClient) -> None:
         nonlocal failures
         for body in queue:
             t0 = time.perf_counter()
-            first = None
-            async with client.stream("POST", "/chat/completions", json=body | {"stream": True}) as r:
-                async for line in r.aiter_lines():
-                    if first is None and line.startswith("data: {"):
-                        event = json.loads(line[6:])
-                        if "error" in event:
-                            failures += 1
-                        elif (
-                            event["choices"][0]["delta"].get("content")
-                            or event["choices"][0]["finish_reason"]
-                        ):
-                            first = time.perf_counter()
-                failures += r.status_code != 200
+            first = await one(client, body)
+            failures += first is None
             latencies.append(time.perf_counter() - t0)
             ttft.append((first or time.perf_counter()) - t0)
 
@@ -129,7 +139,7 @@ def bench_genrm(
         engine = Engine(model)
         with served_judge(folder, export_env=False) as url:
             warm = [{"model": MODEL_NAME, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}]
-            asyncio.run(_drive(url, warm * 4, 2))  # warm-up
+            asyncio.run(_drive(url, warm * 4, 2, stream=True))  # warm-up
             for kind in kinds:
                 lengths = (
                     [max_tokens] * len(messages)
@@ -158,17 +168,34 @@ def bench_genrm(
                     }
                     for m, n in zip(messages, lengths, strict=True)
                 ]
-                rows = [(baseline, "-", base_rate, 1.0, base_lat, base_lat, "1.0")]
+                # per row: mode, failed, items/s, ratio, latencies, streamed items/s, TTFT, mean batch
+                rows = [(baseline, "-", base_rate, 1.0, base_lat, None, base_lat, "1.0")]
                 for c in levels:
                     before = httpx.get(url.removesuffix("/v1") + "/health").json()["batching"]
                     side = f"{kind}: m1 serve model, {c} clients"
                     with meter.side(side):  # the server is a child: its CPU is ours
-                        seconds, ttft, lat, failures = asyncio.run(_drive(url, bodies, c))
+                        seconds, _, lat, failures = asyncio.run(_drive(url, bodies, c, stream=False))
                     after = httpx.get(url.removesuffix("/v1") + "/health").json()["batching"]
+                    with meter.side(f"{side}, streamed"):
+                        streamed_s, ttft, _, streamed_failures = asyncio.run(
+                            _drive(url, bodies, c, stream=True)
+                        )
                     steps = after["steps"] - before["steps"]
                     batch = (after["step_sequences"] - before["step_sequences"]) / max(steps, 1)
                     rate = (len(bodies) - failures) / seconds
-                    rows.append((side, str(failures), rate, rate / base_rate, ttft, lat, f"{batch:.1f}"))
+                    streamed = (len(bodies) - streamed_failures) / streamed_s
+                    rows.append(
+                        (
+                            side,
+                            str(failures + streamed_failures),
+                            rate,
+                            rate / base_rate,
+                            lat,
+                            streamed,
+                            ttft,
+                            f"{batch:.1f}",
+                        )
+                    )
                 title = f"judged items/s, {kind}: {len(messages)} judge prompts, max_tokens " + (
                     f"{max_tokens} each"
                     if kind == "judge"
@@ -178,20 +205,21 @@ def bench_genrm(
 
     for title, baseline, rows in tables:
         table = Table(title=title)
-        cols = ("mode", "failed", "items/s", "vs baseline", "TTFT p50 ms", "TTFT p99 ms", "p50 ms", "p99 ms")
-        for col in (*cols, "mean batch per step"):
+        cols = ("mode", "failed", "items/s", "vs baseline", "p50 ms", "p99 ms", "streamed items/s")
+        for col in (*cols, "TTFT p50 ms", "TTFT p99 ms", "mean batch per step"):
             table.add_column(col, justify="left" if col == "mode" else "right", no_wrap=col == "mode")
-        for mode, failed, rate, ratio, ttft, lat, batch in rows:
-            ttft_ms, ms = np.asarray(ttft) * 1000, np.asarray(lat) * 1000
+        for mode, failed, rate, ratio, lat, streamed, ttft, batch in rows:
+            ms, ttft_ms = np.asarray(lat) * 1000, np.asarray(ttft) * 1000
             table.add_row(
                 mode,
                 failed,
                 f"{rate:.1f}",
                 meter.ratio(baseline, mode, ratio),
-                f"{np.percentile(ttft_ms, 50):.0f}",
-                f"{np.percentile(ttft_ms, 99):.0f}",
                 f"{np.percentile(ms, 50):.0f}",
                 f"{np.percentile(ms, 99):.0f}",
+                "-" if streamed is None else f"{streamed:.1f}",
+                f"{np.percentile(ttft_ms, 50):.0f}",
+                f"{np.percentile(ttft_ms, 99):.0f}",
                 batch,
             )
         console.print(table)

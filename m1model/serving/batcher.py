@@ -224,16 +224,23 @@ class EngineLoop:
             touched.setdefault(job, []).append(i)
         if len(self.stats.ttft_s) > 2 * self.ttft_window:
             del self.stats.ttft_s[: -self.ttft_window]
+        # One wake-up per event loop per step, whatever the number of jobs: a wake-up makes the loop's
+        # thread take the GIL from this one, and a step that woke it per stream ran up to 1.7x slower.
+        events: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Queue, object]]] = {}
         for job, indices in touched.items():
+            out = events.setdefault(job.loop, [])
             for i in indices:
                 r = job.requests[i]
                 if job.stream or r.finished:
-                    self._send(job, self._delta(job, i))
+                    out.append((job.events, self._delta(job, i)))
             if all(r.finished for r in job.requests):
                 for r in job.requests:
                     self._jobs.pop(r.id, None)
                 self._live.discard(job)
-                self._send(job, None)
+                out.append((job.events, None))
+        for loop, items in events.items():
+            if items:
+                loop.call_soon_threadsafe(_put_all, items)
 
     @staticmethod
     def _delta(job: Job, i: int) -> Delta:
@@ -255,3 +262,8 @@ class EngineLoop:
     @staticmethod
     def _send(job: Job, event) -> None:
         job.loop.call_soon_threadsafe(job.events.put_nowait, event)
+
+
+def _put_all(items: list[tuple[asyncio.Queue, object]]) -> None:
+    for q, event in items:
+        q.put_nowait(event)
