@@ -129,3 +129,23 @@ def test_forced_tokens_are_scored_along_the_decode_path(model):
     with torch.no_grad():
         expected = model.token_logprobs(torch.tensor([PROMPTS[1] + tokens]))[0, len(PROMPTS[1]) - 1 :]
     torch.testing.assert_close(torch.tensor(req.logprobs), expected, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 0.9)])
+def test_seeded_requests_together_draw_the_policys_distribution(model, temperature, top_p):
+    """2000 one-token requests of one seeded call, each with its own random stream: their tokens follow
+    softmax(logits / T) restricted to the top-p nucleus, within 4.5 standard errors each."""
+    n = 2000
+    out = Engine(model).generate(
+        [PROMPTS[1]] * n, SamplingParams(temperature=temperature, top_p=top_p, max_tokens=1, seed=3)
+    )
+    with torch.no_grad():
+        probs = torch.softmax(model(torch.tensor([PROMPTS[1]])).logits[0, -1].float() / temperature, -1)
+    ranked, order = probs.sort(descending=True)
+    keep = (ranked.cumsum(0) - ranked) < top_p
+    expected = torch.zeros_like(probs).scatter_(0, order[keep], ranked[keep])
+    expected /= expected.sum()
+    counts = torch.bincount(torch.tensor([c.token_ids[0] for c in out]), minlength=probs.numel())
+    assert (counts[expected == 0] == 0).all()  # never a token outside the nucleus
+    se = (expected * (1 - expected) / n).sqrt()
+    assert ((counts.float() / n - expected).abs() <= 4.5 * se + 1e-3).all()  # every token within 4.5 SE
