@@ -376,10 +376,11 @@ class Engine:
     def stats(self) -> dict[str, int]:
         """Requests running / waiting / waiting after a preemption, preemptions so far, memory in use."""
         s, pool = self.scheduler, self.pool
+        waiting = list(s.waiting)  # one copy (atomic under the GIL): /metrics reads while the engine steps
         return {
             "running": len(s.running),
-            "waiting": len(s.waiting),
-            "preempted": sum(1 for r in s.waiting if r.preemptions),
+            "waiting": len(waiting),
+            "preempted": sum(1 for r in waiting if r.preemptions),
             "preemptions_total": s.preemptions,
             "slots_used": pool.slots - len(pool.free_slots),
             "slots_total": pool.slots,
