@@ -1,19 +1,19 @@
 """`m1 bench genrm`: judged items per second through `m1 serve model`, against un-batched engine calls.
 
 The workload is the five-grade judge's real prompts (held-out labelled responses to math, logic and
-general items) sent as chat requests by 1, 8 and 32 concurrent clients to `m1 serve model`
-running in its own process (one torch thread), with two sets of output lengths: the judge's own
-(``max_tokens`` 8 for every item: 'Grade: N' + EOS) and heavy-tailed ones (each item its own
-``max_tokens``, log-normal with median 16, clipped to 2..256: what continuous batching is for). The
-baseline, measured in the same run, is what a user would write without a server: the same model in this
-process (one torch thread), the same chat-template tokenisation, greedy settings and per-item
-``max_tokens``, one `Engine.generate` call per item, in sequence. Both sides generate exactly the same
-tokens, so the ratio measures batching and serving, not different amounts of work. Reported: items/s
-and its ratio to the baseline and p50/p99 latency per item, with plain requests (what the judge's
-clients send); then the same requests streamed: items/s and p50/p99 time to first token (the first event
-with content; the baseline streams nothing, its first token comes with its answer); and the server's
-mean batch per engine step (from /health). `m1 bench engine` compares
-continuous with static batching on one engine.
+general items) sent as chat requests by 1, 8 and 32 concurrent clients to `m1 serve model` running in
+its own process (one torch thread), with two sets of output lengths: the judge's own (``max_tokens`` 8
+for every item: 'Grade: N' + EOS) and heavy-tailed ones (each item its own ``max_tokens``, log-normal
+with median 16, clipped to 2..256: what continuous batching is for; 256 items, eight per client at 32
+clients). The baseline, measured in the same run, is what a user would write without a server: the
+same model in this process (one torch thread), the same chat-template tokenisation, greedy settings and
+per-item ``max_tokens``, one `Engine.generate` call per item, in sequence. Both sides generate exactly
+the same tokens, so the ratio measures batching and serving, not different amounts of work. Reported:
+items/s and its ratio to the baseline and p50/p99 latency per item, with plain requests (what the
+judge's clients send); then the same requests streamed: items/s and p50/p99 time to first token (the
+first event with content; the baseline streams nothing, its first token comes with its answer); and the
+server's mean batch per engine step (from /health). `m1 bench engine` compares continuous with static
+batching on one engine.
 """
 
 from __future__ import annotations
@@ -108,6 +108,14 @@ def bench_genrm(
         Path | None, typer.Option(help="Judge checkpoint (default: a fresh judge-sized model).")
     ] = None,
     items: Annotated[int, typer.Option(min=8, help="Judged items per concurrency level.")] = 64,
+    heavy_items: Annotated[
+        int,
+        typer.Option(
+            min=8,
+            help="Items per level of the heavy-tailed workload: several per client, or the longest one's "
+            "lone tail dominates a closed workload.",
+        ),
+    ] = 256,
     concurrency: Annotated[str, typer.Option(help="Concurrent clients, comma-separated.")] = "1,8,32",
     max_tokens: Annotated[int, typer.Option(min=1, help="Tokens per judgment ('Grade: N' + EOS).")] = 8,
     workloads: Annotated[
@@ -134,13 +142,15 @@ def bench_genrm(
     tables = []
     with tempfile.TemporaryDirectory(prefix="m1-bench-genrm-") as tmp:
         folder = checkpoint or _judge_checkpoint(Path(tmp) / "judge")
-        messages = [e.message for e in grade_examples(labelled_set(items, items // 2, items, seed=7))][:items]
+        n = max(items, heavy_items)
+        every = [e.message for e in grade_examples(labelled_set(n, n // 2, n, seed=7))]
         model, tokenizer = load_policy(folder)
         engine = Engine(model)
         with served_judge(folder, export_env=False) as url:
             warm = [{"model": MODEL_NAME, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}]
             asyncio.run(_drive(url, warm * 4, 2, stream=True))  # warm-up
             for kind in kinds:
+                messages = every[: items if kind == "judge" else heavy_items]
                 lengths = (
                     [max_tokens] * len(messages)
                     if kind == "judge"

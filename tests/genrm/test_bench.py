@@ -24,6 +24,8 @@ def test_bench_genrm_small():
             "1,4",
             "--max-tokens",
             "4",
+            "--heavy-items",
+            "8",
         ],
         capture_output=True,
         text=True,
