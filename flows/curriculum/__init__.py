@@ -124,16 +124,19 @@ class Curriculum(BaseModel):
     def dataset_names(self, run: str) -> list[str]:
         return [resolve(d, run) for d in self.datasets]
 
-    def active(self, produced: Callable[[str], bool]) -> tuple[Curriculum, list[str]]:
+    def active(
+        self, produced: Callable[[str], bool], why: Callable[[str], str] | None = None
+    ) -> tuple[Curriculum, list[str]]:
         """This curriculum without what a run switches off: datasets whose producing flow is disabled
-        (``produced(kind)`` is False), the mixture keys of the domains only they supply, and stages left
-        with no mixture at all. Returns the pruned curriculum and a line per thing removed."""
+        (``produced(kind)`` is False; ``why(kind)`` says why, "its flow is switched off" by default), the
+        mixture keys of the domains only they supply, and stages left with no mixture at all. Returns the
+        pruned curriculum and a line per thing removed."""
         notes: list[str] = []
         datasets, dropped_domains = [], set()
         for d in self.datasets:
             kind = kind_of(d)
             if kind is not None and not produced(kind):
-                notes.append(f"dataset {d}: its flow is switched off")
+                notes.append(f"dataset {d}: {why(kind) if why else 'its flow is switched off'}")
                 dropped_domains.add(KIND_DOMAINS.get(kind, kind))
             else:
                 datasets.append(d)
