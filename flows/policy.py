@@ -54,7 +54,7 @@ class EngineSampler:
     temperature: float = 1.0
     seed: int = 0
     template: str = "{prompt}"
-    batch_size: int = 64
+    batch_size: int = 256  # requests generating at once (the engine's slots)
     _state: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -71,7 +71,7 @@ class EngineSampler:
                 model, tokenizer = load_policy(self.checkpoint)
             except CheckpointError as exc:
                 raise InputError(str(exc)) from None
-            self._state.update(tokenizer=tokenizer, engine=Engine(model, self.batch_size))
+            self._state.update(tokenizer=tokenizer, engine=Engine(model, max_num_seqs=self.batch_size))
         return self._state["tokenizer"], self._state["engine"]
 
     def sample(self, prompts: Sequence[str], k: int) -> list[list[str]]:

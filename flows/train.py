@@ -52,13 +52,14 @@ def _prefect_progress(phase_totals: dict[str, int]) -> StepCallback:
         else:
             update = f"loss {m['loss']:.4f}" if "loss" in m else "no informative group, update skipped"
             logger.info(
-                "%s step %d/%d: reward %.3f, length %.1f, window %d, %s",
+                "%s step %d/%d: reward %.3f, length %.1f, window %d, rollout %.0f tok/s, %s",
                 phase,
                 int(m["step"]),
                 total,
                 m["reward_mean"],
                 m["response_len_mean"],
                 int(m["max_new_tokens"]),
+                m.get("rollout_tokens_per_s", 0.0),
                 update,
             )
         if listener is not None:

@@ -12,6 +12,8 @@ lam_h = exp(-slope[h]) and no 1/sqrt(d) scale:
     lightning_attention(q, k, v, slope, initial_state=None, impl="auto") -> (o, final_state)
     lightning_attn_naive / lightning_attn_chunked / lightning_attn_triton: same signature
     lightning_attn_decode(q, k, v, slope, state) -> (o, new_state)      one token, T = 1
+    lightning_attn_varlen(q, k, v, slope, lengths, initial_state=None) -> (o, state at each length)
+                                        right-padded rows of different lengths (an engine's prefill chunks)
 
     q, k: [B, H, T, Dk]; v: [B, H, T, Dv]; slope: [H] > 0; state: [B, H, Dk, Dv], float32
     (float64 stays float64); o: [B, H, T, Dv] in q's dtype; initial_state None means zeros.
@@ -39,6 +41,7 @@ from kernels.lightning import (
     lightning_attn_decode,
     lightning_attn_naive,
     lightning_attn_triton,
+    lightning_attn_varlen,
 )
 from kernels.logprobs import IGNORE_INDEX, selective_log_softmax, selective_log_softmax_from_logits
 from kernels.rmsnorm import rms_norm
@@ -50,6 +53,7 @@ __all__ = [
     "lightning_attn_decode",
     "lightning_attn_naive",
     "lightning_attn_triton",
+    "lightning_attn_varlen",
     "rms_norm",
     "selective_log_softmax",
     "selective_log_softmax_from_logits",

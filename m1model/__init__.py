@@ -2,7 +2,8 @@
 
 Public API (used by the training flow and m1model.rl):
     M1Config, M1ForCausalLM (forward, token_logprobs, save_pretrained, from_pretrained),
-    Engine, SamplingParams, Completion (batched generation with policy logprobs),
+    Engine, SamplingParams, Completion (the one generation engine: continuous batching over
+    lightning-state slots and KV blocks, per-request sampling, policy logprobs),
     train_tokenizer (byte-level BPE saved beside the model).
 
 The names load on first use (PEP 562), as transformers' own package does: each pulls torch and

@@ -5,7 +5,8 @@ and greedy generations against it); what differs is how it is computed:
   * lightning layers call `kernels.lightning_attention` (chunked with a hand-written backward on CPU,
     Triton on CUDA) for prefill/training and `kernels.lightning_attn_decode` for generation, with a
     float32 [Dk, Dv] state per head;
-  * softmax layers use torch SDPA with GQA and a KV buffer that grows by doubling;
+  * softmax layers use torch SDPA with GQA; a cache (m1model/cache.py) keeps their keys and values: a
+    dense buffer that grows by doubling, or the engine's blocks, and the lightning layers' states;
   * experts are run on tokens sorted by expert, one gather and one scatter per layer;
   * the LM head can run in FP32 (`config.fp32_lm_head`), and `token_logprobs` never materialises the
     [tokens x vocab] FP32 matrix (`kernels.selective_log_softmax`).
@@ -30,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import kernels
-from m1model.cache import KVBuffer, M1Cache
+from m1model.cache import M1Cache, StepBatch
 from m1model.checkpoint import load_checkpoint, save_checkpoint
 from m1model.config import LIGHTNING, M1Config
 
@@ -93,13 +94,10 @@ class LightningAttention(nn.Module):
         q, k, v = (
             qkv.view(B, T, self.num_heads, 3 * self.head_dim).transpose(1, 2).split(self.head_dim, dim=-1)
         )
-        state = cache.states.get(self.layer_idx) if cache is not None else None
-        if state is not None and T == 1:
-            o, state = kernels.lightning_attn_decode(q, k, v, self.slope, state)
-        else:
-            o, state = kernels.lightning_attention(q, k, v, self.slope, initial_state=state)
-        if cache is not None:
-            cache.states[self.layer_idx] = state
+        if cache is None:
+            o, _ = kernels.lightning_attention(q, k, v, self.slope)
+        else:  # the cache folds the tokens into its state (a dense batch's, or each request's slot)
+            o = cache.lightning(self.layer_idx, q, k, v, self.slope)
         o = self.norm(o.transpose(1, 2).reshape(B, T, -1))
         return self.out_proj(torch.sigmoid(self.output_gate(x)) * o)
 
@@ -137,15 +135,12 @@ class SoftmaxAttention(nn.Module):
         cos, sin = rope
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        if cache is not None:
-            buf = cache.kv.get(self.layer_idx)
-            if buf is None:
-                cache.kv[self.layer_idx] = KVBuffer.start(k, v, reserve=cache.reserve)
-            else:
-                k, v = buf.append(k, v)
-        o = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, is_causal=attn_mask is None and T > 1, enable_gqa=True
-        )
+        if cache is None:
+            o = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=attn_mask, is_causal=attn_mask is None and T > 1, enable_gqa=True
+            )
+        else:  # the cache stores k, v (a dense buffer, or the request's blocks) and attends over the past
+            o = cache.attend(self.layer_idx, q, k, v, attn_mask)
         return self.o_proj(o.transpose(1, 2).reshape(B, T, -1))
 
 
@@ -254,8 +249,12 @@ class M1Model(nn.Module):
         self,
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
-        cache: M1Cache | None = None,
+        cache: M1Cache | StepBatch | None = None,
     ) -> torch.Tensor:
+        if isinstance(cache, StepBatch):  # an engine step: one flat row, each token's position given
+            return self._layers(
+                input_ids, pad_mask=None, rope=self._rope(cache.positions), attn_mask=None, cache=cache
+            )
         B, T = input_ids.shape
         device = input_ids.device
         if attention_mask is not None and attention_mask.shape[1] != T:
@@ -293,8 +292,12 @@ class M1Model(nn.Module):
             cache.mask = full_mask
             cache.positions = start + mask.long().sum(1)
 
+        return self._layers(
+            input_ids, pad_mask=mask if padded else None, rope=rope, attn_mask=attn_mask, cache=cache
+        )
+
+    def _layers(self, input_ids, *, pad_mask, rope, attn_mask, cache) -> torch.Tensor:
         h = self.embed_tokens(input_ids)
-        pad_mask = mask if padded else None
         for layer in self.layers:
             h = layer(h, pad_mask=pad_mask, rope=rope, attn_mask=attn_mask, cache=cache)
         return self.norm(h)

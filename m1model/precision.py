@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import torch
 
-from m1model.cache import M1Cache
 from m1model.engine import Engine, SamplingParams
 from m1model.modeling import M1ForCausalLM
 
@@ -50,19 +49,16 @@ class ProbeResult:
     points: dict[str, tuple[torch.Tensor, torch.Tensor]]
 
 
-@torch.inference_mode()
 def rollout_logprobs(model: M1ForCausalLM, prompt: list[int], tokens: list[int]) -> torch.Tensor:
-    """log pi of each of `tokens` after `prompt`, computed as the engine decodes: prefill, then one
-    token at a time through the cache (the recurrent lightning step, the softmax layers' KV buffer)."""
-    device = model.device
-    cache = M1Cache(reserve=len(tokens))
-    ids = torch.tensor([prompt], device=device)
-    logits = model(ids, cache=cache, use_cache=True, last_only=True).logits[:, -1]
-    out = []
-    for t in tokens:
-        out.append(torch.log_softmax(logits.float(), dim=-1)[0, t])
-        logits = model(torch.tensor([[t]], device=device), cache=cache, use_cache=True).logits[:, -1]
-    return torch.stack(out)
+    """log pi of each of `tokens` after `prompt`, computed by the engine itself, teacher-forced: the
+    prompt's prefill, then one token at a time through the recurrent lightning step (its slot) and the
+    softmax layers' KV blocks."""
+    engine = Engine(model, 1)
+    params = SamplingParams(temperature=0.0, max_tokens=len(tokens), repetition_run=len(tokens) + 1)
+    (req,) = engine.submit([prompt], params, forced=[tokens])
+    while not req.finished:
+        engine.step()
+    return torch.tensor(req.logprobs, device=model.device)
 
 
 @torch.inference_mode()

@@ -5,7 +5,8 @@ Triton lightning-attention kernels), so this only loads the exported HF folder a
 outputs. Three details keep it equivalent to `m1model.Engine`:
   * logprobs are the *policy* log-probs of the sampled tokens (`logprobs_mode="raw_logprobs"`: before
     temperature/top-p), as CISPO's importance ratio needs;
-  * each prompt gets its own seed (seed + index), so repeated prompts (a GRPO group) sample differently;
+  * each prompt gets its own seed (`request_seed(seed, index)`, the engine's), so repeated prompts (a
+    GRPO group) sample differently;
   * repetition truncation is applied to the finished output (vLLM has no such stop condition): the tokens
     and finish reason are the same as the engine's, only the compute past the cut is not saved.
 vLLM's kernels differ from ours in small details (e.g. its lightning-layer norm eps), so its log-probs
@@ -38,7 +39,7 @@ from pathlib import Path
 import torch
 
 from m1model.checkpoint import DECAY_TABLES
-from m1model.engine import Completion, FinishReason, SamplingParams
+from m1model.engine import Completion, FinishReason, SamplingParams, request_seed
 
 
 def vllm_view(checkpoint: Path) -> Path:
@@ -168,7 +169,7 @@ class VLLMEngine:
                 top_p=params.top_p,
                 max_tokens=params.max_tokens,
                 stop_token_ids=list(params.stop_token_ids),
-                seed=None if params.seed is None else params.seed + i,
+                seed=None if params.seed is None else request_seed(params.seed, i),
                 logprobs=0,  # just the sampled token's log-prob
                 ignore_eos=True,  # stop only on stop_token_ids, as m1model.Engine does
                 detokenize=False,

@@ -91,10 +91,16 @@ def model(
     model_name: Annotated[
         str | None, typer.Option(help="Name in /v1/models and replies (default: the folder's name).")
     ] = None,
-    max_batch_size: Annotated[int, typer.Option(min=1, help="Sequences per engine call.")] = 64,
-    max_wait_ms: Annotated[
-        float, typer.Option(min=0, help="How long a request waits for others to batch with.")
-    ] = 2.0,
+    max_num_seqs: Annotated[
+        int, typer.Option(min=1, help="Requests generating at once (the engine's slots).")
+    ] = 64,
+    max_num_batched_tokens: Annotated[
+        int, typer.Option(min=1, help="Tokens per engine step: decodes plus prefill chunks.")
+    ] = 1024,
+    kv_cache_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="KV cache positions per softmax layer (default 65536)."),
+    ] = None,
     max_model_len: Annotated[
         int | None, typer.Option(min=2, help="Prompt + completion tokens (default: the model's).")
     ] = None,
@@ -103,7 +109,8 @@ def model(
     api_key: ApiKeyOpt = None,
     insecure: InsecureOpt = False,
 ) -> None:
-    """Serve an m1model checkpoint over the OpenAI API: /v1/completions, /v1/chat/completions, /v1/models."""
+    """Serve an m1model checkpoint over the OpenAI API: /v1/completions, /v1/chat/completions, /v1/models,
+    /metrics; concurrent requests share the engine's steps (continuous batching)."""
     # heavy: torch, transformers, fastapi; not at m1 start-up
     import torch
     import uvicorn
@@ -120,8 +127,9 @@ def model(
         raise InputError(str(exc)) from None
     settings = ServerSettings(
         model_name=model_name or checkpoint.resolve().name,
-        max_batch_size=max_batch_size,
-        max_wait_ms=max_wait_ms,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        kv_cache_tokens=kv_cache_tokens,
         max_model_len=max_model_len,
     )
     uvicorn.run(

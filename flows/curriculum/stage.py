@@ -379,9 +379,10 @@ def rollout_engine(tc: TrainConfig, model, start: Path, ctx, max_model_len: int)
             raise ConfigError("train.rollout = 'vllm' needs vLLM: pip install 'm1-pipeline[gpu]'") from None
         except ValueError as exc:
             raise ConfigError(f"train.rollout = 'vllm': {exc}") from None
+    kv = {"kv_cache_tokens": max(1 << 16, max_model_len)}  # the stage's longest prompt + window fits
     if ctx.enabled and tc.parallel == "fsdp":
-        return replica_engine(model)
-    return Engine(model)
+        return replica_engine(model, **kv)
+    return Engine(model, **kv)
 
 
 def tb_dir(config: PipelineConfig, stage: str) -> Path:

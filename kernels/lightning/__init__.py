@@ -7,6 +7,7 @@ import torch
 from kernels.lightning.chunked import lightning_attn_chunked
 from kernels.lightning.decode import lightning_attn_decode
 from kernels.lightning.naive import lightning_attn_naive
+from kernels.lightning.varlen import lightning_attn_varlen
 
 __all__ = [
     "lightning_attention",
@@ -14,6 +15,7 @@ __all__ = [
     "lightning_attn_decode",
     "lightning_attn_naive",
     "lightning_attn_triton",
+    "lightning_attn_varlen",
 ]
 
 

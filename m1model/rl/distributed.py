@@ -321,7 +321,7 @@ class DataParallel:
         (logp.sum() * 0.0).backward()
 
 
-def replica_engine(model: torch.nn.Module):
+def replica_engine(model: torch.nn.Module, **engine_settings):
     """An `Engine` over a whole copy of ``model`` (made before FSDP shards it), refreshed by the trainer
     after every update through its ``load_weights``: FSDP's shards cannot generate token by token without
     a collective per token, and ranks generate different lengths."""
@@ -333,4 +333,4 @@ def replica_engine(model: torch.nn.Module):
         def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
             self.model.load_state_dict(dict(weights))
 
-    return ReplicaEngine(copy.deepcopy(model))
+    return ReplicaEngine(copy.deepcopy(model), **engine_settings)

@@ -72,6 +72,7 @@ class RolloutBatch:
     groups: list[Group]  # the groups the update trains on (informative ones, with dynamic sampling)
     sampled_groups: list[Group] = field(default_factory=list)  # every group of every round
     rounds: int = 0
+    generation_seconds: float = 0.0  # inside the engine, every round
 
     @property
     def sampled(self) -> int:

@@ -2,8 +2,9 @@
 
 One step (MiniMax-M1 section 3; DAPO for dynamic sampling):
 
-1. sample ``prompts_per_step`` prompts, G responses each, with the engine, which also returns each
-   token's log-probability under the sampling policy (pi_old);
+1. sample ``prompts_per_step`` prompts, G responses each, with the engine (continuous batching: a
+   response that ends early frees its slot for the next one at once), which also returns each token's
+   log-probability under the sampling policy (pi_old); the step logs the engine's tokens/s;
 2. score every response with the injected ``reward_fn``; group-relative advantages (Eq. 2);
 3. dynamic sampling: drop groups whose rewards are all equal (zero advantage, no signal) and refill
    from fresh prompts for at most ``max_sampling_rounds`` rounds;
@@ -152,6 +153,7 @@ class RLTrainer:
             ppl_tol=cfg.window_ppl_tol,
         )
         self.history: list[Metrics] = []
+        self._generation_seconds = 0.0
 
     @property
     def max_new_tokens(self) -> int:
@@ -174,7 +176,9 @@ class RLTrainer:
             repetition_run=cfg.repetition_run,
             repetition_prob=cfg.repetition_prob,
         )
+        t0 = time.perf_counter()
         completions = self.engine.generate([p for p in prompts for _ in range(cfg.group_size)], params)
+        self._generation_seconds += time.perf_counter() - t0
         groups = []
         for k, (i, prompt) in enumerate(zip(indices, prompts, strict=True)):
             cs = completions[k * cfg.group_size : (k + 1) * cfg.group_size]
@@ -195,6 +199,7 @@ class RLTrainer:
         step. Every rank draws the same prompts and takes every world_size-th one."""
         cfg, d = self.cfg, self.dist
         batch = RolloutBatch(groups=[])
+        self._generation_seconds = 0.0
         kept = 0  # informative groups so far, on all ranks
         for rnd in range(cfg.max_sampling_rounds):
             rng = np.random.default_rng([cfg.seed, self.step, rnd])
@@ -220,6 +225,7 @@ class RLTrainer:
             kept = int(d.sum(len(batch.groups))[0])  # one decision for all ranks: same rounds everywhere
             if kept >= cfg.prompts_per_step:
                 break
+        batch.generation_seconds = self._generation_seconds
         return batch
 
     def gather(self, batch: RolloutBatch) -> RolloutBatch:
@@ -374,6 +380,9 @@ class RLTrainer:
         metrics["finite"] = float(all(math.isfinite(v) for v in metrics.values()))
         metrics["seconds"] = time.perf_counter() - t0
         metrics["rollout_seconds"] = t_rollout - t0
+        # this rank's sampling speed: tokens generated per second inside the engine (all rounds)
+        metrics["rollout_tokens"] = float(sum(local.all_lengths))
+        metrics["rollout_tokens_per_s"] = metrics["rollout_tokens"] / max(local.generation_seconds, 1e-9)
         metrics["update_seconds"] = time.perf_counter() - t_update
         if self.dist.enabled:  # this rank's time in collectives, all-reduces overlapping backward included
             metrics["comm_seconds"] = comm_seconds() - comm0

@@ -1,10 +1,13 @@
 """An OpenAI-compatible HTTP server over the m1model engine: what `m1 serve model` runs.
 
 Routes: ``POST /v1/completions``, ``POST /v1/chat/completions`` (the tokenizer's chat template),
-``GET /v1/models``, ``GET /health`` (with the batcher's counters). Sampling: ``n``, ``temperature``,
-``top_p``, ``max_tokens``, ``stop`` (strings; generation also stops at EOS), ``logprobs`` (and
-``top_logprobs`` for chat), ``seed``; ``stream`` sends the finished completion as one server-sent event
-per choice. Concurrent requests are batched into shared engine calls (`m1model.serving.batcher`).
+``GET /v1/models``, ``GET /health``, ``GET /metrics`` (Prometheus text: requests running, waiting and
+preempted, memory, time to first token). Sampling: ``n``, ``temperature``, ``top_p``, ``max_tokens``,
+``stop`` (strings, which end the sequence in the engine as soon as they appear; generation also stops at
+EOS), ``logprobs`` (and ``top_logprobs`` for chat), ``seed``; ``stream`` sends server-sent events as
+tokens are sampled (text held back while it could still be the start of a stop string or of a UTF-8
+character). Concurrent requests share the engine's steps by continuous batching (`m1model.engine`,
+`m1model.serving.batcher`): a request joins the running batch at the next step and leaves it when it ends.
 
 Errors are OpenAI-shaped JSON (``{"error": {...}}``): 400 for a malformed or unsupported request, 404 for
 another model's name or an unknown route, 500 (the server keeps running) if the engine itself fails.
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +30,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from transformers.convert_slow_tokenizer import bytes_to_unicode
 
-from m1model.engine import Engine, SamplingParams
-from m1model.serving.batcher import DynamicBatcher, Generated
+from m1model.engine import Completion, Engine, SamplingParams
+from m1model.serving.batcher import Delta, EngineLoop
 from m1model.serving.protocol import APIError, ChatRequest, CompletionRequest
 
 _BYTE_OF = {char: byte for byte, char in bytes_to_unicode().items()}  # byte-level BPE's alphabet
@@ -43,8 +46,9 @@ ALIASES = ("default",)  # the model name the project's Endpoint sends when none 
 @dataclass
 class ServerSettings:
     model_name: str = "m1"
-    max_batch_size: int = 64  # sequences per engine call
-    max_wait_ms: float = 2.0  # how long the first request of a batch waits for company
+    max_num_seqs: int = 64  # requests generating at once (the engine's slots)
+    max_num_batched_tokens: int = 1024  # tokens per engine step: decodes plus prefill chunks
+    kv_cache_tokens: int | None = None  # KV positions per softmax layer (default 65536)
     max_model_len: int | None = None  # prompt + completion tokens; default: the model's max positions
     default_chat_max_tokens: int = 256  # when a chat request sets no max_tokens
 
@@ -59,15 +63,20 @@ class Finished:
 
 
 class ModelService:
-    """Tokenise, check, generate through the batcher, and shape the OpenAI replies."""
+    """Tokenise, check, generate through the engine loop, and shape the OpenAI replies."""
 
     def __init__(self, model, tokenizer, settings: ServerSettings) -> None:
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
-        self.engine = Engine(model, max_batch_size=settings.max_batch_size)
-        self.batcher = DynamicBatcher(
-            self.engine, max_batch_size=settings.max_batch_size, max_wait_ms=settings.max_wait_ms
+        self.engine = Engine(
+            model,
+            settings.max_num_seqs,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
+            kv_cache_tokens=settings.kv_cache_tokens,
         )
-        self.max_len = settings.max_model_len or int(model.config.max_position_embeddings)
+        self.batcher = EngineLoop(self.engine)
+        # what one request may hold: the context, and the engine's KV cache
+        context = settings.max_model_len or int(model.config.max_position_embeddings)
+        self.max_len = min(context, self.engine.pool.capacity_tokens)
         self.vocab = int(model.config.vocab_size)
         self.stop_ids = tuple(t for t in (tokenizer.eos_token_id,) if t is not None)
         self.created = int(time.time())
@@ -131,31 +140,75 @@ class ModelService:
             )
         return requested
 
-    async def run(self, prompts: list[list[int]], req, max_tokens: int, top: int) -> list[Finished]:
-        params = SamplingParams(
+    def params(self, req, max_tokens: int, top: int) -> SamplingParams:
+        return SamplingParams(
             temperature=req.temperature,
             top_p=req.top_p,
             max_tokens=max_tokens,
             stop_token_ids=self.stop_ids,
             seed=req.seed,
+            logprobs=top,
         )
+
+    def stop_check(self, stops: list[str]) -> Callable[[list[int]], bool] | None:
+        """Whether a sequence's text has reached a stop string, run on every new token in the engine
+        thread: only the tail can hold a string that was not there a token ago (a character is at most
+        4 byte-level tokens), so only the tail is decoded."""
+        if not stops:
+            return None
+        window = 4 * max(len(s) for s in stops) + 2
+
+        def reached(ids: list[int]) -> bool:
+            tail = self.decode(ids[-window:])
+            return any(s in tail for s in stops)
+
+        return reached
+
+    async def run(self, prompts: list[list[int]], req, max_tokens: int, top: int) -> list[Finished]:
         repeated = [p for p in prompts for _ in range(req.n)]
         try:
-            generated = await self.batcher.generate(repeated, params, top_logprobs=top)
+            done = await self.batcher.generate(
+                repeated, self.params(req, max_tokens, top), stop=self.stop_check(req.stops)
+            )
         except ValueError as exc:  # the engine's own checks
             raise APIError(400, str(exc)) from None
         except Exception as exc:  # noqa: BLE001
             raise APIError(500, f"generation failed: {type(exc).__name__}: {exc}") from None
-        return [self.finish(g, req.stops) for g in generated]
+        return [self.finish(c, req.stops) for c in done]
+
+    async def stream(
+        self,
+        prompts: list[list[int]],
+        req,
+        max_tokens: int,
+        top: int,
+        chunk: Callable[[int, str, Finished, str | None], dict],
+    ) -> AsyncIterator[str]:
+        """Server-sent events as tokens come: ``chunk(choice, text, tokens, finish_reason)`` shapes each.
+        Text is released once it can no longer change: not while it ends in part of a UTF-8 character or
+        in the start of a stop string; the last event of a choice carries the rest, cut at its stop."""
+        repeated = [p for p in prompts for _ in range(req.n)]
+        streams = [_TextStream() for _ in repeated]
+        try:
+            async for d in self.batcher.stream(
+                repeated, self.params(req, max_tokens, top), stop=self.stop_check(req.stops)
+            ):
+                text, tokens = streams[d.index].add(self, d, req.stops)
+                if text or tokens.token_ids or d.finish_reason is not None:
+                    reason = None if d.finish_reason is None else tokens.finish_reason
+                    yield f"data: {json.dumps(chunk(d.index, text, tokens, reason))}\n\n"
+        except Exception as exc:  # noqa: BLE001 - the reply has started: the error is the last event
+            status = 400 if isinstance(exc, ValueError) else 500
+            yield f"data: {json.dumps(APIError(status, f'{type(exc).__name__}: {exc}').body())}\n\n"
+        yield "data: [DONE]\n\n"
 
     # -- replies -----------------------------------------------------------------------------------------
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def finish(self, g: Generated, stops: list[str]) -> Finished:
-        c = g.completion
-        ids, logprobs, top = list(c.token_ids), list(c.logprobs), g.top_logprobs
+    def finish(self, c: Completion, stops: list[str]) -> Finished:
+        ids, logprobs, top = list(c.token_ids), list(c.logprobs), c.top_logprobs
         reason = "stop" if c.finish_reason == "stop" else "length"  # repetition: cut short, like length
         text = self.decode(ids)
         hits = [text.find(s) for s in stops if s in text]
@@ -234,10 +287,81 @@ class ModelService:
         return {"object": "list", "data": [card]}
 
 
-def _sse(chunks: list[dict[str, Any]]) -> Iterator[str]:
-    for chunk in chunks:
-        yield f"data: {json.dumps(chunk)}\n\n"
-    yield "data: [DONE]\n\n"
+class _TextStream:
+    """One streamed choice: its tokens so far and how much of its text and tokens has been sent."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.logprobs: list[float] = []
+        self.top: list[list[tuple[int, float]]] | None = None
+        self.chars = 0  # text sent
+        self.tokens = 0  # tokens (with their logprobs) sent
+
+    def add(self, service: ModelService, d: Delta, stops: list[str]) -> tuple[str, Finished]:
+        """(text to send now, the tokens to send now as a Finished) after delta ``d``."""
+        self.ids += d.token_ids
+        self.logprobs += d.logprobs
+        if d.top_logprobs is not None:
+            self.top = (self.top or []) + d.top_logprobs
+        reason = ""
+        if d.finish_reason is not None:
+            done = service.finish(Completion(self.ids, self.logprobs, d.finish_reason, self.top), stops)
+            text, upto, reason = done.text, len(done.token_ids), done.finish_reason
+        else:
+            text, upto = service.decode(self.ids), len(self.ids)
+            safe = len(text.rstrip("\ufffd"))  # an incomplete UTF-8 character decodes as U+FFFD
+            for s in stops:  # never a stop string, and hold back what could still become one
+                if (at := text.find(s)) >= 0:
+                    safe = min(safe, at)
+                for k in range(min(len(s) - 1, safe), 0, -1):
+                    if text[:safe].endswith(s[:k]):
+                        safe -= k
+                        break
+            text = text[:safe]
+        out = text[self.chars :]
+        self.chars = max(self.chars, len(text))
+        top = self.top[self.tokens : upto] if self.top is not None else None
+        sent = Finished(out, self.ids[self.tokens : upto], self.logprobs[self.tokens : upto], top, reason)
+        self.tokens = max(self.tokens, upto)
+        return out, sent
+
+
+_METRICS = (  # (name, key of EngineLoop.metrics(), type, help): vLLM's metric names, m1_engine_ prefixed
+    ("requests_running", "running", "gauge", "requests generating (holding a slot)"),
+    ("requests_waiting", "waiting", "gauge", "requests queued for a slot"),
+    ("requests_preempted", "preempted", "gauge", "queued requests that were preempted, to be recomputed"),
+    ("slots_used", "slots_used", "gauge", "request slots in use"),
+    ("slots_total", "slots_total", "gauge", "request slots"),
+    ("kv_blocks_used", "kv_blocks_used", "gauge", "KV cache blocks in use (per softmax layer)"),
+    ("kv_blocks_total", "kv_blocks_total", "gauge", "KV cache blocks (per softmax layer)"),
+    ("lightning_states_bytes", "lightning_states_bytes", "gauge", "memory of the slots' lightning states"),
+    ("kv_blocks_bytes", "kv_blocks_bytes", "gauge", "memory of the softmax layers' KV blocks"),
+    ("requests_pending", "pending", "gauge", "requests received, not yet taken by the engine thread"),
+    ("preemptions_total", "preemptions_total", "counter", "preemptions"),
+    ("steps_total", "steps_total", "counter", "engine steps"),
+    ("computed_tokens_total", "computed_tokens_total", "counter", "tokens run through the model"),
+    ("recomputed_tokens_total", "recomputed_tokens_total", "counter", "tokens run again after a preemption"),
+    ("generated_tokens_total", "generated_tokens_total", "counter", "tokens sampled"),
+    ("requests_total", "requests", "counter", "requests received"),
+)
+
+
+def _prometheus(metrics: dict[str, float], ttft: list[float]) -> str:
+    """The engine's state in Prometheus' text format, and the time to first token of recent requests."""
+    lines = []
+    for name, key, kind, what in _METRICS:
+        lines += [
+            f"# HELP m1_engine_{name} {what}",
+            f"# TYPE m1_engine_{name} {kind}",
+            f"m1_engine_{name} {metrics[key]}",
+        ]
+    name = "m1_engine_time_to_first_token_seconds"
+    lines += [f"# HELP {name} time to first token of recent requests", f"# TYPE {name} summary"]
+    ranked = sorted(ttft)
+    for q in (0.5, 0.9, 0.99) if ranked else ():
+        lines.append(f'{name}{{quantile="{q}"}} {ranked[min(len(ranked) - 1, int(q * len(ranked)))]}')
+    lines += [f"{name}_count {len(ranked)}", f"{name}_sum {sum(ranked)}"]
+    return "\n".join(lines) + "\n"
 
 
 def create_app(model, tokenizer, settings: ServerSettings | None = None) -> FastAPI:
@@ -286,6 +410,11 @@ def create_app(model, tokenizer, settings: ServerSettings | None = None) -> Fast
             "batching": service.batcher.stats.as_dict(),
         }
 
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        body = _prometheus(service.batcher.metrics(), list(service.batcher.stats.ttft_s))
+        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         return service.models()
@@ -295,26 +424,25 @@ def create_app(model, tokenizer, settings: ServerSettings | None = None) -> Fast
         service.check_model(req.model)
         prompts = service.encode_completion_prompts(req.prompt)
         max_tokens = service.budget(prompts, req.max_tokens, 16)
-        done = await service.run(prompts, req, max_tokens, req.logprobs or 0)
+        top = req.logprobs or 0
         head = {
             "id": f"cmpl-{uuid.uuid4().hex}",
             "object": "text_completion",
             "created": int(time.time()),
             "model": settings.model_name,
         }
-        choices = [
-            {
-                "index": i,
-                "text": f.text,
-                "logprobs": service.completion_logprobs(f) if req.logprobs is not None else None,
-                "finish_reason": f.finish_reason,
-            }
-            for i, f in enumerate(done)
-        ]
+
+        def choice(i: int, text: str, f: Finished, reason: str | None) -> dict[str, Any]:
+            logprobs = service.completion_logprobs(f) if req.logprobs is not None else None
+            return {"index": i, "text": text, "logprobs": logprobs, "finish_reason": reason}
+
         if req.stream:
-            return StreamingResponse(
-                _sse([head | {"choices": [c]} for c in choices]), media_type="text/event-stream"
+            events = service.stream(
+                prompts, req, max_tokens, top, lambda *a: head | {"choices": [choice(*a)]}
             )
+            return StreamingResponse(events, media_type="text/event-stream")
+        done = await service.run(prompts, req, max_tokens, top)
+        choices = [choice(i, f.text, f, f.finish_reason) for i, f in enumerate(done)]
         return head | {"choices": choices, "usage": service.usage(prompts, req.n, done)}
 
     @app.post("/v1/chat/completions")
@@ -323,29 +451,23 @@ def create_app(model, tokenizer, settings: ServerSettings | None = None) -> Fast
         prompt = service.encode_chat(req)
         max_tokens = service.budget([prompt], req.token_budget, settings.default_chat_max_tokens)
         top = (req.top_logprobs or 0) if req.logprobs else 0
-        done = await service.run([prompt], req, max_tokens, top)
         head = {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "created": int(time.time()),
             "model": settings.model_name,
         }
         if req.stream:
-            chunks = [
-                head
-                | {
-                    "object": "chat.completion.chunk",
-                    "choices": [
-                        {
-                            "index": i,
-                            "delta": {"role": "assistant", "content": f.text},
-                            "logprobs": service.chat_logprobs(f) if req.logprobs else None,
-                            "finish_reason": f.finish_reason,
-                        }
-                    ],
-                }
-                for i, f in enumerate(done)
-            ]
-            return StreamingResponse(_sse(chunks), media_type="text/event-stream")
+
+            def chunk(i: int, text: str, f: Finished, reason: str | None) -> dict[str, Any]:
+                delta = {"role": "assistant", "content": text}
+                logprobs = service.chat_logprobs(f) if req.logprobs else None
+                c = {"index": i, "delta": delta, "logprobs": logprobs, "finish_reason": reason}
+                return head | {"object": "chat.completion.chunk", "choices": [c]}
+
+            return StreamingResponse(
+                service.stream([prompt], req, max_tokens, top, chunk), media_type="text/event-stream"
+            )
+        done = await service.run([prompt], req, max_tokens, top)
         choices = [
             {
                 "index": i,

@@ -1,17 +1,18 @@
-"""Dynamic batching: concurrent requests share engine calls.
+"""The serving loop: one thread owns the engine and steps it while requests come and go.
 
-One engine thread owns the model. HTTP handlers put jobs (the prompt ids of one request, each repeated
-``n`` times, and its sampling settings) on a queue and await a future. The thread takes every job that is
-waiting, plus those that arrive within ``max_wait_ms`` of the first, up to ``max_batch_size`` sequences,
-and runs them as one `Engine.generate` per compatible group; requests that arrive while the engine is
-busy wait for the next call. A step of the engine costs about the same for 1 or 32 rows on a small model
-(the work is dominated by per-layer overheads), so throughput grows with concurrency while a lone
-request pays at most ``max_wait_ms`` extra (`m1 bench genrm` measures both).
+HTTP handlers put jobs (the prompt ids of one request, each repeated ``n`` times, and its sampling
+settings) on an inbox and await them. The engine thread takes everything in the inbox before every
+step, so a request that arrives while others are generating joins the very next step (continuous
+batching: nobody waits for a batch to end), and a request leaves the batch, freeing its slot, as soon as
+it ends. Each job sees its sequences' tokens as they are sampled (`EngineLoop.stream`, what ``stream:
+true`` sends) or all of them at the end (`EngineLoop.generate`).
 
-Compatible: the same temperature and top_p (the engine takes one setting per call). ``max_tokens`` is
-not part of the key: the group runs to the largest one and each job's completions are cut at its own,
-which is exactly what a separate call would have produced (sampling is per row). A job with a ``seed``
-runs alone, so that its result does not depend on what else was in the batch.
+A job can carry a ``stop`` check (the server's stop strings): it runs in the engine thread on each new
+token and ends that sequence there, so a stop string frees the slot at once instead of generating up to
+``max_tokens``. When the client goes away the job is cancelled and its sequences are aborted.
+
+An engine failure in a step fails the jobs whose sequences were in it (their states may be half updated)
+and nothing else; the loop keeps serving.
 """
 
 from __future__ import annotations
@@ -21,169 +22,248 @@ import itertools
 import queue
 import threading
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 
-import torch
-
-from m1model.engine import Completion, Engine, SamplingParams
-
-TopLogprobs = list[list[tuple[int, float]]]  # per generated token: the k most likely (id, logprob)
+from m1model.engine import Completion, Engine, Request, SamplingParams
 
 
 @dataclass
+class Delta:
+    """New tokens of one sequence of a job since the last delta (``index``: the sequence's position in
+    the job's prompts); ``finish_reason`` set on its last delta."""
+
+    index: int
+    token_ids: list[int]
+    logprobs: list[float]
+    top_logprobs: list[list[tuple[int, float]]] | None
+    finish_reason: str | None
+
+
+@dataclass(eq=False)
 class Job:
     prompts: list[list[int]]
     params: SamplingParams
-    top_logprobs: int
-    future: asyncio.Future
     loop: asyncio.AbstractEventLoop
-    key: tuple = ()
+    events: asyncio.Queue  # Delta, then None when every sequence has finished, or an exception
+    stream: bool
+    stop: Callable[[list[int]], bool] | None = None
+    requests: list[Request] = field(default_factory=list)
+    sent: list[int] = field(default_factory=list)  # tokens already delivered, per sequence
+    submitted: float = field(default_factory=time.monotonic)
 
 
 @dataclass
-class Generated:
-    completion: Completion
-    top_logprobs: TopLogprobs | None = None
-
-
-@dataclass
-class BatchStats:
+class LoopStats:
     requests: int = 0
     sequences: int = 0
-    engine_calls: int = 0
+    steps: int = 0
+    step_sequences: int = 0  # sum over steps of the sequences that got a token
     busy_s: float = 0.0
+    ttft_s: list[float] = field(default_factory=list)  # time to first token of recent sequences
     started: float = field(default_factory=time.monotonic)
 
     def as_dict(self) -> dict[str, float]:
         return {
             "requests": self.requests,
             "sequences": self.sequences,
-            "engine_calls": self.engine_calls,
-            "mean_batch": self.sequences / self.engine_calls if self.engine_calls else 0.0,
+            "steps": self.steps,
+            "step_sequences": self.step_sequences,
+            "mean_batch": self.step_sequences / self.steps if self.steps else 0.0,
             "busy_fraction": self.busy_s / max(time.monotonic() - self.started, 1e-9),
         }
 
 
-class DynamicBatcher:
-    def __init__(self, engine: Engine, *, max_batch_size: int = 64, max_wait_ms: float = 2.0) -> None:
+class EngineLoop:
+    def __init__(self, engine: Engine, *, ttft_window: int = 4096) -> None:
         self.engine = engine
-        self.max_batch_size = max_batch_size
-        self.max_wait_s = max_wait_ms / 1000
-        self.stats = BatchStats()
-        self._queue: queue.Queue[Job | None] = queue.Queue()
-        self._seeded = itertools.count()
+        self.stats = LoopStats()
+        self.ttft_window = ttft_window
+        self._inbox: queue.Queue = queue.Queue()
+        self._jobs: dict[int, tuple[Job, int]] = {}  # request id -> (job, index in the job)
+        self._live: set[Job] = set()
         self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._ids = itertools.count()
 
     def start(self) -> None:
         if self._thread is None:
+            self._stopping = False
             self._thread = threading.Thread(target=self._run, name="m1-engine", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
+        """Finish what is in flight, then end the thread."""
         if self._thread is not None:
-            self._queue.put(None)
+            self._inbox.put(None)
             self._thread.join(timeout=60)
             self._thread = None
 
     @property
     def pending(self) -> int:
-        return self._queue.qsize()
+        """Jobs handed in and not yet taken by the engine thread."""
+        return self._inbox.qsize()
+
+    def metrics(self) -> dict[str, float]:
+        """The engine's gauges and counters (running, waiting, preempted, memory) and the loop's."""
+        return {**self.engine.stats(), **self.stats.as_dict(), "pending": self.pending}
+
+    # -- the handlers' side -------------------------------------------------------------------------------
 
     async def generate(
-        self, prompts: list[list[int]], params: SamplingParams, top_logprobs: int = 0
-    ) -> list[Generated]:
-        """One Generated per prompt (repeat a prompt for n samples). Raises what the engine raises."""
-        loop = asyncio.get_running_loop()
-        key = (params.temperature, params.top_p, next(self._seeded) if params.seed is not None else None)
-        job = Job(prompts, params, top_logprobs, loop.create_future(), loop, key)
-        self._queue.put(job)
-        return await job.future
+        self,
+        prompts: list[list[int]],
+        params: SamplingParams,
+        stop: Callable[[list[int]], bool] | None = None,
+    ) -> list[Completion]:
+        """One Completion per prompt (repeat a prompt for n samples). Raises what the engine raises
+        (ValueError for a prompt it refuses)."""
+        out: list[Completion | None] = [None] * len(prompts)
+        parts: list[list[Delta]] = [[] for _ in prompts]
+        async for d in self.stream(prompts, params, stop, _whole=True):
+            parts[d.index].append(d)
+            if d.finish_reason is not None:
+                ds = parts[d.index]
+                top = None if ds[0].top_logprobs is None else [t for x in ds for t in x.top_logprobs]
+                out[d.index] = Completion(
+                    [t for x in ds for t in x.token_ids],
+                    [lp for x in ds for lp in x.logprobs],
+                    d.finish_reason,
+                    top,
+                )
+        return out  # type: ignore[return-value]
 
-    # -- the engine thread ------------------------------------------------------------------------------
+    async def stream(
+        self,
+        prompts: list[list[int]],
+        params: SamplingParams,
+        stop: Callable[[list[int]], bool] | None = None,
+        *,
+        _whole: bool = False,
+    ) -> AsyncIterator[Delta]:
+        """Deltas of every sequence as the engine samples them, in the order they come. Cancelling the
+        consumer aborts the job's sequences."""
+        loop = asyncio.get_running_loop()
+        job = Job(prompts, params, loop, asyncio.Queue(), stream=not _whole, stop=stop)
+        self._inbox.put(("submit", job))
+        finished = False
+        try:
+            while True:
+                event = await job.events.get()
+                if event is None:
+                    finished = True
+                    return
+                if isinstance(event, BaseException):
+                    finished = True
+                    raise event
+                yield event
+        finally:
+            if not finished:  # the client went away, or the consumer stopped early
+                self._inbox.put(("abort", job))
+
+    # -- the engine thread --------------------------------------------------------------------------------
 
     def _run(self) -> None:
         while True:
-            job = self._queue.get()
-            if job is None:
-                return
-            jobs, size = [job], len(job.prompts)
-            deadline = time.monotonic() + self.max_wait_s
-            while size < self.max_batch_size:
+            if not self.engine.has_unfinished():
+                if self._stopping:
+                    return
+                self._take(self._inbox.get())  # idle: sleep until something comes
+            while True:  # everything that came during the last step joins the next one
                 try:
-                    nxt = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
+                    self._take(self._inbox.get_nowait())
                 except queue.Empty:
                     break
-                if nxt is None:  # stop after this batch
-                    self._queue.put(None)
-                    break
-                jobs.append(nxt)
-                size += len(nxt.prompts)
-            groups: dict[tuple, list[Job]] = defaultdict(list)
-            for j in jobs:
-                groups[j.key].append(j)
-            for group in groups.values():
-                self._run_group(group)
+            if not self.engine.has_unfinished():
+                continue
+            t0 = time.perf_counter()
+            try:
+                updated = self.engine.step()
+            except Exception as exc:  # noqa: BLE001 - fail the jobs of that step, keep serving the others
+                self._fail_aborted(exc)
+                continue
+            finally:
+                self.stats.busy_s += time.perf_counter() - t0
+            self.stats.steps += 1
+            self.stats.step_sequences += len(updated)
+            self._deliver(updated)
 
-    def _run_group(self, jobs: list[Job]) -> None:
-        t0 = time.perf_counter()
-        longest = max(j.params.max_tokens for j in jobs)
-        params = replace(jobs[0].params, max_tokens=longest)
-        try:
-            completions = self.engine.generate([p for j in jobs for p in j.prompts], params)
-        except Exception as exc:  # noqa: BLE001 - one bad batch must not stop the engine thread
-            if len(jobs) > 1:  # find the request that caused it; the others still get answers
-                for j in jobs:
-                    self._run_group([j])
-                return
-            self._resolve(jobs[0], exc)
+    def _take(self, item) -> None:
+        if item is None:
+            self._stopping = True
             return
-        self.stats.requests += len(jobs)
-        self.stats.sequences += len(completions)
-        self.stats.engine_calls += 1
-        it = iter(completions)
-        for j in jobs:
-            out = [Generated(_cut(next(it), j.params.max_tokens)) for _ in j.prompts]
-            if j.top_logprobs:
-                try:
-                    for prompt, g in zip(j.prompts, out, strict=True):
-                        g.top_logprobs = top_logprobs(self.engine.model, prompt, g.completion, j.top_logprobs)
-                except Exception as exc:  # noqa: BLE001
-                    self._resolve(j, exc)
-                    continue
-            self._resolve(j, out)
-        self.stats.busy_s += time.perf_counter() - t0
+        kind, job = item
+        if kind == "abort":
+            for r in job.requests:
+                self.engine.abort(r)
+                self._jobs.pop(r.id, None)
+            self._live.discard(job)
+            return
+        try:
+            job.requests = self.engine.submit(job.prompts, job.params)
+        except Exception as exc:  # noqa: BLE001 - a request the engine refuses gets the reason
+            self._send(job, exc)
+            return
+        job.sent = [0] * len(job.requests)
+        for i, r in enumerate(job.requests):
+            self._jobs[r.id] = (job, i)
+        self._live.add(job)
+        self.stats.requests += 1
+        self.stats.sequences += len(job.requests)
+
+    def _deliver(self, updated: list[Request]) -> None:
+        touched: dict[Job, list[int]] = {}
+        for r in updated:
+            job, i = self._jobs.get(r.id, (None, -1))
+            if job is None:
+                continue
+            if len(r.output) == 1:
+                self.stats.ttft_s.append(r.first_token_at - job.submitted)
+            if r.finish_reason is None and job.stop is not None and job.stop(r.output):
+                self.engine.abort(r, reason="stop")
+            touched.setdefault(job, []).append(i)
+        if len(self.stats.ttft_s) > 2 * self.ttft_window:
+            del self.stats.ttft_s[: -self.ttft_window]
+        # One wake-up per event loop per step, whatever the number of jobs: a wake-up makes the loop's
+        # thread take the GIL from this one, and a step that woke it per stream ran up to 1.7x slower.
+        events: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Queue, object]]] = {}
+        for job, indices in touched.items():
+            out = events.setdefault(job.loop, [])
+            for i in indices:
+                r = job.requests[i]
+                if job.stream or r.finished:
+                    out.append((job.events, self._delta(job, i)))
+            if all(r.finished for r in job.requests):
+                for r in job.requests:
+                    self._jobs.pop(r.id, None)
+                self._live.discard(job)
+                out.append((job.events, None))
+        for loop, items in events.items():
+            if items:
+                loop.call_soon_threadsafe(_put_all, items)
 
     @staticmethod
-    def _resolve(job: Job, result: object) -> None:
-        def settle() -> None:
-            if job.future.done():  # the client went away and the handler was cancelled
-                return
-            if isinstance(result, Exception):
-                job.future.set_exception(result)
-            else:
-                job.future.set_result(result)
+    def _delta(job: Job, i: int) -> Delta:
+        r, start = job.requests[i], job.sent[i]
+        job.sent[i] = len(r.output)
+        top = r.top_logprobs[start:] if r.top_logprobs is not None else None
+        return Delta(i, r.output[start:], r.logprobs[start:], top, r.finish_reason)
 
-        job.loop.call_soon_threadsafe(settle)
+    def _fail_aborted(self, exc: Exception) -> None:
+        """After a failed step: the jobs with a sequence the engine aborted get the error."""
+        for job in list(self._live):
+            if any(r.finish_reason == "abort" for r in job.requests):
+                for r in job.requests:
+                    self.engine.abort(r)
+                    self._jobs.pop(r.id, None)
+                self._live.discard(job)
+                self._send(job, exc)
+
+    @staticmethod
+    def _send(job: Job, event) -> None:
+        job.loop.call_soon_threadsafe(job.events.put_nowait, event)
 
 
-def _cut(c: Completion, max_tokens: int) -> Completion:
-    """A completion of a longer-running group, as a call with this job's max_tokens would have ended."""
-    if len(c.token_ids) <= max_tokens:
-        return c
-    return Completion(c.token_ids[:max_tokens], c.logprobs[:max_tokens], "length")
-
-
-@torch.inference_mode()
-def top_logprobs(model, prompt: list[int], c: Completion, k: int) -> TopLogprobs:
-    """The k most likely tokens (and their log-probs, at temperature 1) at each generated position, from
-    one teacher-forced forward pass over prompt + completion: the engine keeps only the sampled token's."""
-    if not c.token_ids:
-        return []
-    ids = torch.tensor([prompt + c.token_ids[:-1]], device=model.device)
-    logits = model(ids).logits[0, len(prompt) - 1 :].float()
-    values, indices = torch.log_softmax(logits, dim=-1).topk(min(k, logits.shape[-1]), dim=-1)
-    return [
-        list(zip(row_i, row_v, strict=True))
-        for row_i, row_v in zip(indices.tolist(), values.tolist(), strict=True)
-    ]
+def _put_all(items: list[tuple[asyncio.Queue, object]]) -> None:
+    for q, event in items:
+        q.put_nowait(event)

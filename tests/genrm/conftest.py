@@ -23,6 +23,6 @@ def served(tiny_checkpoint):
     """The checkpoint behind the real app, on a loopback port: yields the base URL (no /v1)."""
     from m1model.serving import ServerSettings, app_from_checkpoint, background
 
-    app = app_from_checkpoint(tiny_checkpoint, ServerSettings(model_name="tiny", max_wait_ms=20))
+    app = app_from_checkpoint(tiny_checkpoint, ServerSettings(model_name="tiny"))
     with background(app) as url:
         yield url

@@ -24,6 +24,8 @@ def test_bench_genrm_small():
             "1,4",
             "--max-tokens",
             "4",
+            "--heavy-items",
+            "8",
         ],
         capture_output=True,
         text=True,
@@ -32,5 +34,7 @@ def test_bench_genrm_small():
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "engine, sequential (baseline)" in out and "m1 serve model, 4 clients" in out and "1.00x" in out
+    for kind in ("judge", "heavy-tailed"):
+        assert f"{kind}: engine, sequential (baseline)" in out and f"{kind}: m1 serve model, 4 clients" in out
+    assert "1.00x" in out and "TTFT p50 ms" in out
     assert "machine load at start" in out and "other processes' load per side" in out

@@ -77,16 +77,25 @@ def test_chat_uses_the_chat_template_and_top_logprobs(client, tiny_checkpoint):
     assert all(t.logprob <= t.top_logprobs[0].logprob + 1e-4 for t in content)
 
 
-def test_streaming_sends_the_completion_then_done(client):
-    chunks = list(
-        client.chat.completions.create(
-            model="tiny", messages=[{"role": "user", "content": "hi"}], max_tokens=4, stream=True, seed=1
-        )
-    )
-    assert len(chunks) == 1 and chunks[0].choices[0].finish_reason in ("stop", "length")
+def test_streaming_sends_tokens_as_they_come_and_the_same_text_as_without(client):
+    ask = dict(model="tiny", messages=[{"role": "user", "content": "hi"}], max_tokens=12, seed=1)
+    whole = client.chat.completions.create(**ask).choices[0]
+    chunks = list(client.chat.completions.create(**ask, stream=True))
+    assert len(chunks) > 2 and chunks[-1].choices[0].finish_reason == whole.finish_reason
+    assert all(c.choices[0].finish_reason is None for c in chunks[:-1])
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == whole.message.content
 
 
-def test_concurrent_requests_share_engine_calls(client, served):
+def test_a_streamed_stop_string_is_never_sent_and_ends_the_choice(client):
+    ask = dict(model="tiny", prompt="the quick brown", max_tokens=24, temperature=1.0, seed=7)
+    free = client.completions.create(**ask).choices[0].text
+    stop = free[5:7]
+    chunks = list(client.completions.create(**ask, stop=[stop], stream=True))
+    text = "".join(c.choices[0].text for c in chunks)
+    assert text == free[: free.find(stop)] and chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_concurrent_requests_share_engine_steps(client, served):
     before = httpx.get(f"{served}/health").json()["batching"]
     with ThreadPoolExecutor(16) as pool:
         done = list(
@@ -98,8 +107,21 @@ def test_concurrent_requests_share_engine_calls(client, served):
     assert all(len(r.choices) == 1 for r in done)
     after = httpx.get(f"{served}/health").json()["batching"]
     requests = after["requests"] - before["requests"]
-    calls = after["engine_calls"] - before["engine_calls"]
-    assert requests == 16 and calls < 16, (requests, calls)
+    steps = after["steps"] - before["steps"]
+    tokens = sum(r.usage.completion_tokens for r in done)
+    assert requests == 16 and steps < tokens, (requests, steps, tokens)
+
+
+def test_metrics_are_prometheus_text_with_the_engines_queues(served):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    r = httpx.get(f"{served}/metrics")
+    families = {f.name: f for f in text_string_to_metric_families(r.text)}
+    for name in ("m1_engine_requests_running", "m1_engine_requests_waiting", "m1_engine_requests_preempted"):
+        assert families[name].type == "gauge" and families[name].samples[0].value == 0
+    assert families["m1_engine_kv_blocks_total"].samples[0].value > 0
+    assert families["m1_engine_preemptions"].type == "counter"
+    assert families["m1_engine_time_to_first_token_seconds"].type == "summary"
 
 
 BAD = [

@@ -1,5 +1,5 @@
 """The model server's app as built: its settings reach the engine and the batcher, the batcher runs for the
-app's lifetime, /v1/models is OpenAI's list object, streams end with [DONE]. Each test builds its own app,
+app's lifetime, /v1/models is OpenAI's list object. Each test builds its own app,
 so what building does is part of the test (the session's `served` app is built once, before any test)."""
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ import time
 import httpx
 
 from m1model.serving import ServerSettings, app_from_checkpoint, background, free_port
-from m1model.serving.app import _sse
 
 
-def test_settings_reach_the_engine_and_the_batcher(tiny_checkpoint):
+def test_settings_reach_the_engine_and_the_loop(tiny_checkpoint):
     app = app_from_checkpoint(
-        tiny_checkpoint, ServerSettings(model_name="own", max_batch_size=3, max_wait_ms=5)
+        tiny_checkpoint,
+        ServerSettings(model_name="own", max_num_seqs=3, max_num_batched_tokens=40, kv_cache_tokens=512),
     )
     service = app.state.service
-    assert service.engine.max_batch_size == 3
+    assert service.engine.max_num_seqs == 3 and service.engine.scheduler.max_num_batched_tokens == 40
     assert service.batcher.engine is service.engine
-    assert service.batcher.max_batch_size == 3 and service.batcher.max_wait_s == 0.005
+    assert service.max_len == 512  # a request can hold no more than the whole KV cache
 
 
 def test_models_is_the_openai_list_object_and_the_batcher_serves_while_the_app_runs(tiny_checkpoint):
@@ -32,7 +32,8 @@ def test_models_is_the_openai_list_object_and_the_batcher_serves_while_the_app_r
         assert got["object"] == "list" and len(got["data"]) == 1
         assert card["id"] == "tiny-m1" and card["object"] == "model" and card["owned_by"] == "m1-pipeline"
         assert before <= card["created"] <= int(time.time())
-        assert card["max_model_len"] == app.state.service.model.config.max_position_embeddings
+        context = app.state.service.model.config.max_position_embeddings
+        assert card["max_model_len"] == min(context, app.state.service.engine.pool.capacity_tokens)
         r = httpx.post(
             f"{url}/v1/completions",
             json={"model": "tiny-m1", "prompt": "the quick", "max_tokens": 2},
@@ -41,14 +42,6 @@ def test_models_is_the_openai_list_object_and_the_batcher_serves_while_the_app_r
         assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1
         assert app.state.service.batcher._thread is not None  # started by the app's lifespan
     assert app.state.service.batcher._thread is None  # and stopped with it
-
-
-def test_a_stream_is_its_chunks_as_server_sent_events_then_done():
-    assert list(_sse([{"a": 1}, {"b": "x"}])) == [
-        'data: {"a": 1}\n\n',
-        'data: {"b": "x"}\n\n',
-        "data: [DONE]\n\n",
-    ]
 
 
 def test_free_port_is_free_on_loopback_by_default():

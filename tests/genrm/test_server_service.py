@@ -1,17 +1,14 @@
 """The model server's request handling and batching, unit by unit: chat roles and the template, prompt
-checks, finish reasons, how generation errors become API errors, token bytes, the error body, and the
-dynamic batcher's gathering (a recording engine stands in for the model)."""
+checks, finish reasons, how generation errors become API errors, token bytes, and the error body (the engine loop: test_server_loop.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
-from m1model.engine import Completion, SamplingParams
+from m1model.engine import Completion
 from m1model.serving import ServerSettings, app_from_checkpoint
-from m1model.serving.batcher import BatchStats, DynamicBatcher, Generated
 from m1model.serving.protocol import APIError, ChatRequest, CompletionRequest
 
 
@@ -68,7 +65,7 @@ def test_token_id_prompts_accept_zero_and_reject_ids_outside_the_vocabulary(serv
     ("engine", "api"), [("stop", "stop"), ("length", "length"), ("repetition", "length")]
 )
 def test_finish_reasons_follow_the_api(service, engine, api):
-    done = service.finish(Generated(Completion([5, 6], [-0.1, -0.2], engine)), stops=[])
+    done = service.finish(Completion([5, 6], [-0.1, -0.2], engine), stops=[])
     assert done.finish_reason == api and done.token_ids == [5, 6]
 
 
@@ -124,89 +121,6 @@ def test_api_errors_have_openais_body_and_kind():
     assert APIError(404, "no", kind="model_not_found").kind == "model_not_found"
 
 
-def test_batch_stats_mean_batch_is_sequences_per_engine_call():
-    assert BatchStats(requests=2, sequences=6, engine_calls=2).as_dict()["mean_batch"] == 3.0
-    assert BatchStats().as_dict()["mean_batch"] == 0.0
-
-
-class _Recorder:
-    """An engine that answers every prompt with one token and records each call's prompts."""
-
-    model = None
-
-    def __init__(self):
-        self.calls: list[int] = []
-
-    def generate(self, prompts, params):
-        self.calls.append(len(prompts))
-        return [Completion([7], [-0.5], "length") for _ in prompts]
-
-
-PARAMS = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=1)
-
-
-def test_the_engine_thread_is_a_named_daemon_and_stops_when_asked():
-    b = DynamicBatcher(_Recorder())
-    b.start()
-    assert b._thread.daemon and b._thread.name == "m1-engine"
-    thread = b._thread
-    b.stop()
-    assert b._thread is None and not thread.is_alive()
-
-
-def test_a_batch_takes_requests_until_it_holds_max_batch_size_sequences():
-    engine = _Recorder()
-    b = DynamicBatcher(engine, max_batch_size=3, max_wait_ms=500)
-
-    async def main():
-        tasks = [asyncio.create_task(b.generate([[1], [2]], PARAMS)) for _ in range(3)]
-        await asyncio.sleep(0)  # all three queued before the engine thread starts
-        b.start()
-        return await asyncio.wait_for(asyncio.gather(*tasks), 30)
-
-    try:
-        out = asyncio.run(main())
-    finally:
-        b.stop()
-    assert [len(o) for o in out] == [2, 2, 2]
-    assert engine.calls == [4, 2]  # 2 + 2 reaches 3: the third request waits for the next batch
-
-
-def test_a_request_arriving_within_max_wait_joins_the_batch():
-    engine = _Recorder()
-    b = DynamicBatcher(engine, max_batch_size=2, max_wait_ms=5000)
-    b.start()
-
-    async def main():
-        first = asyncio.create_task(b.generate([[1]], PARAMS))
-        await asyncio.sleep(0.05)
-        second = asyncio.create_task(b.generate([[2]], PARAMS))
-        return await asyncio.wait_for(asyncio.gather(first, second), 30)
-
-    t0 = time.monotonic()
-    try:
-        asyncio.run(main())
-    finally:
-        b.stop()
-    assert engine.calls == [2] and time.monotonic() - t0 < 5
-
-
-def test_stopping_runs_the_requests_already_gathered():
-    engine = _Recorder()
-    b = DynamicBatcher(engine, max_batch_size=8, max_wait_ms=5000)
-
-    async def main():
-        tasks = [asyncio.create_task(b.generate([[i]], PARAMS)) for i in range(2)]
-        await asyncio.sleep(0)
-        b._queue.put(None)  # a stop queued behind the two requests
-        b.start()
-        return await asyncio.wait_for(asyncio.gather(*tasks), 30)
-
-    out = asyncio.run(main())
-    b._thread.join(timeout=30)
-    assert [len(o) for o in out] == [1, 1] and engine.calls == [2] and not b._thread.is_alive()
-
-
 def test_the_token_budget_is_what_the_context_leaves(service, monkeypatch):
     monkeypatch.setattr(service, "max_len", 10)
     assert service.budget([[1] * 7, [1] * 3], None, 16) == 3  # the longest prompt leaves 3
@@ -229,7 +143,7 @@ def test_an_unknown_model_is_a_404_on_model(service):
 def test_a_stop_string_cuts_the_tokens_at_the_shortest_prefix_that_reaches_it(service):
     tok = service.tokenizer
     ids = tok.encode("the quick brown fox jumps over the lazy dog", add_special_tokens=False)
-    done = service.finish(Generated(Completion(ids, [-0.1] * len(ids), "length")), stops=["fox"])
+    done = service.finish(Completion(ids, [-0.1] * len(ids), "length"), stops=["fox"])
     shortest = next(
         k for k in range(1, len(ids) + 1) if "fox" in tok.decode(ids[:k], skip_special_tokens=True)
     )
@@ -237,49 +151,18 @@ def test_a_stop_string_cuts_the_tokens_at_the_shortest_prefix_that_reaches_it(se
     assert done.finish_reason == "stop" and "fox" not in done.text and done.text.startswith("the quick")
 
 
-class _Picky(_Recorder):
-    """Fails every call that holds prompt [99]."""
+def test_streamed_text_holds_back_half_characters_and_possible_stop_strings(service):
+    from m1model.serving.app import _TextStream
+    from m1model.serving.batcher import Delta
 
-    def generate(self, prompts, params):
-        if [99] in prompts:
-            self.calls.append(-len(prompts))
-            raise ValueError("bad prompt")
-        return super().generate(prompts, params)
-
-
-def test_a_failing_request_gets_its_error_and_the_others_in_its_batch_their_answers():
-    engine = _Picky()
-    b = DynamicBatcher(engine, max_batch_size=8, max_wait_ms=5000)
-
-    async def main():
-        good = asyncio.create_task(b.generate([[1]], PARAMS))
-        bad = asyncio.create_task(b.generate([[99]], PARAMS))
-        await asyncio.sleep(0)
-        b.start()
-        return await asyncio.wait_for(asyncio.gather(good, bad, return_exceptions=True), 30)
-
-    try:
-        good, bad = asyncio.run(main())
-    finally:
-        b.stop()
-    assert len(good) == 1 and isinstance(bad, ValueError)
-    assert engine.calls == [-2, 1, -1]  # the batch fails, then each request alone
-    assert b.stats.engine_calls == 1 and b.stats.requests == 1
-
-
-def test_seeded_requests_are_never_batched_together():
-    engine = _Recorder()
-    b = DynamicBatcher(engine, max_batch_size=8, max_wait_ms=200)
-    seeded = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=1, seed=5)
-
-    async def main():
-        tasks = [asyncio.create_task(b.generate([[i]], seeded)) for i in range(2)]
-        await asyncio.sleep(0)
-        b.start()
-        return await asyncio.wait_for(asyncio.gather(*tasks), 30)
-
-    try:
-        asyncio.run(main())
-    finally:
-        b.stop()
-    assert engine.calls == [1, 1] and b.stats.engine_calls == 2 and b.stats.as_dict()["mean_batch"] == 1.0
+    tok = service.tokenizer
+    ids = tok.encode("fox é fin", add_special_tokens=False)
+    stream, sent = _TextStream(), []
+    for i, t in enumerate(ids):
+        last = i == len(ids) - 1
+        text, tokens = stream.add(service, Delta(0, [t], [-0.1], None, "length" if last else None), ["fi"])
+        sent.append(text)
+        assert "\ufffd" not in text and "fi" not in text
+        assert tokens.token_ids == ([] if last else [t])  # the last token is past the cut: not sent
+    assert "".join(sent) == "fox é "  # cut at the stop string, which was never sent
+    assert any(s == "" for s in sent[:-1])  # something was held back on the way (a half é, or the "f")

@@ -166,3 +166,25 @@ def test_bad_inputs_raise_clear_errors():
         lightning_attn_chunked(q, k, v, slope.clone().requires_grad_())
     with pytest.raises(ValueError, match="impl must be"):
         kernels.lightning_attention(q, k, v, slope, impl="flash")
+
+
+@pytest.mark.parametrize("with_state", [False, True])
+def test_varlen_rows_match_each_row_alone(with_state):
+    """Right-padded rows of different lengths (an engine's prefill chunks): each row's real outputs and
+    its state after its own last token equal the naive recurrence over that row alone; the pads hold
+    garbage, which must not matter."""
+    q, k, v, slope, s0 = make_inputs(B=4, T=37, state=with_state)
+    lengths = torch.tensor([37, 1, 20, 36])
+    for b, n in enumerate(lengths.tolist()):  # garbage after each row's end
+        for x in (q, k, v):
+            x[b, :, n:] = 1e3
+    o, s = kernels.lightning_attn_varlen(q, k, v, slope, lengths, s0)
+    for b, n in enumerate(lengths.tolist()):
+        row = slice(b, b + 1)
+        o_ref, s_ref = lightning_attn_naive(
+            q[row, :, :n], k[row, :, :n], v[row, :, :n], slope, None if s0 is None else s0[row]
+        )
+        torch.testing.assert_close(o[row, :, :n], o_ref, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(s[row], s_ref, rtol=1e-10, atol=1e-10)
+    with pytest.raises(ValueError, match="lengths"):
+        kernels.lightning_attn_varlen(q, k, v, slope, torch.tensor([37, 0, 1, 1]))

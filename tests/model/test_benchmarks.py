@@ -111,3 +111,27 @@ def test_sft_bench_compares_micro_batches_with_the_whole_batch():
     assert drift < 1e-4  # the same step, however the batch is cut
     bad = CliRunner().invoke(app, [*args, "--overheads", "a,b"])
     assert isinstance(bad.exception, InputError) and "expected comma-separated integers" in str(bad.exception)
+
+
+def test_engine_bench_compares_continuous_static_and_sequential():
+    import pytest
+
+    result = CliRunner().invoke(
+        app,
+        ["bench", "engine", "--clients", "4", "--requests", "8", "--sequential", "4", "--rounds", "1"]
+        + ["--uniform-len", "4"]
+        + ["--prompts", "2", "--group-size", "4", "--window", "8"],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for title in ("heavy-tailed", "uniform", "issue example", "RL rollouts"):
+        assert title in out
+    for side in ("sequential", "static", "continuous"):
+        assert f"│ {side}" in out
+    assert "1.00x" in out and "TTFT p50 ms" in out and "short / long" in out
+    # the issue's example: under static batching a short request waits for the longest (ratio 1.00)
+    static_row = next(
+        line for line in out.splitlines() if line.startswith("│ static") and line.count("│") == 5
+    )
+    assert float(static_row.split("│")[4]) == pytest.approx(1.0, abs=0.01)

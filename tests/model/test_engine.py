@@ -95,13 +95,57 @@ def test_bad_prompts_and_params_are_rejected(model):
 
 
 def test_sampling_draws_the_categorical_distribution_and_never_a_filtered_token():
-    import torch
-
-    from m1model.engine import SamplingParams, _sample
+    from m1model.engine import sample_tokens
 
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.2, 0.0]])).expand(40_000, 4)
-    g = torch.Generator().manual_seed(0)
-    counts = torch.bincount(_sample(logits, SamplingParams(), g), minlength=4).float() / 40_000
+    u = torch.rand(40_000, generator=torch.Generator().manual_seed(0))
+    ones = torch.ones(40_000)
+    counts = torch.bincount(sample_tokens(logits, ones, ones, u), minlength=4).float() / 40_000
     assert torch.allclose(counts, torch.tensor([0.5, 0.3, 0.2, 0.0]), atol=0.01)
-    top = torch.bincount(_sample(logits, SamplingParams(top_p=0.6), g), minlength=4)
+    top = torch.bincount(sample_tokens(logits, ones, ones * 0.6, u), minlength=4)
     assert top[2] == 0 and top[3] == 0 and top[0] > top[1] > 0  # top-p keeps 0.5 + 0.3 only
+
+
+def test_each_row_samples_with_its_own_temperature_and_top_p():
+    from m1model.engine import sample_tokens
+
+    logits = torch.log(torch.tensor([[0.1, 0.6, 0.3]])).expand(3, 3)
+    u = torch.tensor([0.99, 0.99, 0.99])  # the last token's share of the inverse CDF
+    got = sample_tokens(logits, torch.tensor([0.0, 1.0, 1.0]), torch.tensor([1.0, 1.0, 0.5]), u)
+    assert got.tolist() == [1, 2, 1]  # greedy; sampled; the nucleus keeps only the 0.6 token
+
+
+def test_forced_tokens_are_scored_along_the_decode_path(model):
+    """Teacher forcing through the engine (what the precision probe's rollout path uses): the given
+    tokens, in place of samples, with the policy's logprobs of them."""
+    tokens = [7, 7, 30, 2, 99]
+    engine = Engine(model)
+    (req,) = engine.submit(
+        [PROMPTS[1]], SamplingParams(temperature=1.0, max_tokens=5, seed=0), forced=[tokens]
+    )
+    while not req.finished:
+        engine.step()
+    assert req.output == tokens and req.finish_reason == "length"
+    with torch.no_grad():
+        expected = model.token_logprobs(torch.tensor([PROMPTS[1] + tokens]))[0, len(PROMPTS[1]) - 1 :]
+    torch.testing.assert_close(torch.tensor(req.logprobs), expected, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 0.9)])
+def test_seeded_requests_together_draw_the_policys_distribution(model, temperature, top_p):
+    """2000 one-token requests of one seeded call, each with its own random stream: their tokens follow
+    softmax(logits / T) restricted to the top-p nucleus, within 4.5 standard errors each."""
+    n = 2000
+    out = Engine(model).generate(
+        [PROMPTS[1]] * n, SamplingParams(temperature=temperature, top_p=top_p, max_tokens=1, seed=3)
+    )
+    with torch.no_grad():
+        probs = torch.softmax(model(torch.tensor([PROMPTS[1]])).logits[0, -1].float() / temperature, -1)
+    ranked, order = probs.sort(descending=True)
+    keep = (ranked.cumsum(0) - ranked) < top_p
+    expected = torch.zeros_like(probs).scatter_(0, order[keep], ranked[keep])
+    expected /= expected.sum()
+    counts = torch.bincount(torch.tensor([c.token_ids[0] for c in out]), minlength=probs.numel())
+    assert (counts[expected == 0] == 0).all()  # never a token outside the nucleus
+    se = (expected * (1 - expected) / n).sqrt()
+    assert ((counts.float() / n - expected).abs() <= 4.5 * se + 1e-3).all()  # every token within 4.5 SE

@@ -65,12 +65,13 @@ def sampled_reward(model, tokenizer, row, score, k: int = 16) -> float:
 
 def test_rung1_overfits_one_prompt():
     torch.set_num_threads(1)
-    rows = items(60)
+    rows = items(80)
     model, tokenizer = warm_start(rows[:50], steps=150)
     score = reward_fn(tokenizer, {"logic"})
-    # a prompt the warm start never trained on and solves only sometimes
-    start = {i: sampled_reward(model, tokenizer, rows[i], score) for i in range(50, 60)}
-    idx = next(i for i, r in start.items() if 0.05 <= r <= 0.7)
+    # a prompt the warm start never trained on and solves only sometimes (most it solves always or never)
+    start = {i: sampled_reward(model, tokenizer, rows[i], score) for i in range(50, 80)}
+    idx = next((i for i, r in start.items() if 0.05 <= r <= 0.7), None)
+    assert idx is not None, start
     tc = TrainConfig(prompts_per_step=1, group_size=16, updates_per_batch=4, max_new_tokens=16, seed=0)
     trainer = RLTrainer(
         model,
