@@ -11,7 +11,6 @@ from prefect.artifacts import create_table_artifact
 
 from flows.artifacts import artifact_key
 from flows.config import PipelineConfig
-from flows.curriculum import DEFAULT_VERIFIERS
 from flows.curriculum.evaluation import benchmark_sets, eval_sets, evaluate_sets, pooled, rates
 from flows.curriculum.mixture import load_data
 from flows.curriculum.plan import active_curriculum
@@ -40,9 +39,9 @@ def evaluate(config: PipelineConfig, checkpoint: str, label: str = "model") -> d
     except CheckpointError as exc:
         raise InputError(str(exc)) from None
     domains = {r["domain"] for rows in sets.values() for r in rows}
-    names = {(curriculum.verifiers or DEFAULT_VERIFIERS).get(d, "") for d in domains}
-    with judge_for(config, names) as judge_options:  # the run's judge, served while it scores
-        reward_fn = domain_reward_fn(tokenizer, domains, curriculum, config, judge_options)
+    names = {curriculum.verifier_names(evaluation=True).get(d, "") for d in domains}
+    with judge_for(config, names) as judge_options:  # the run's judge, served while it scores (if it does)
+        reward_fn = domain_reward_fn(tokenizer, domains, curriculum, config, judge_options, evaluation=True)
         results = evaluate_sets(model, tokenizer, sets, config.eval.max_new_tokens, reward_fn)
     if (everything := pooled(results)) is not None:
         results = {**results, "all": everything}

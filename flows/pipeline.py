@@ -105,9 +105,9 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
                 report.add_dataset(flow_fn.name, out["manifest"], cache_note(out.get("tasks", [])))
                 if section := out.get("report"):
                     report.sections.append(section)
-                if gate := out.get("gate"):  # the judge loses to a constant: nothing trains on it
+                if gate := out.get("gate"):  # the judge does not beat the trivial judges: unused
                     report.notes.append(
-                        f"general tasks not trained on: the judge loses to a constant ({gate})"
+                        f"general tasks not trained on: the judge does not beat the trivial judges ({gate})"
                     )
             else:
                 report.notes.append(f"{kind}: switched off ({PRODUCERS[kind]} not run)")

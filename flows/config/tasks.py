@@ -106,13 +106,34 @@ class GenRMConfig(Section):
     enabled: bool = Field(True, description="write {run}-general and train, evaluate and serve the judge")
     gate: bool = Field(
         True,
-        description="train on general tasks only when the run's judge beats the majority grade and "
-        "'always the reference' on its held-out labels (off: train on it anyway, e.g. to test the path)",
+        description="train on general tasks only when the run's judge beats every trivial judge on the "
+        "balanced held-out measures by gate_margin (off: train on it anyway, e.g. to test the path)",
+    )
+    gate_margin: float = Field(
+        0.10,
+        ge=0,
+        description="balanced accuracy the judge must have above the best trivial judge (pairwise: always "
+        "the reference, the first shown, the longer text, random; grades: a constant grade)",
     )
     general_items: int = Field(200, ge=1, description="open-ended items written to {run}-general")
     train_prompts: int = Field(120, ge=4, description="prompts per domain (math, logic, general) to train on")
     eval_prompts: int = Field(24, ge=2, description="held-out prompts per domain to evaluate on")
     judge_steps: int = Field(300, ge=1, description="SFT steps of the judge")
+    judge_init: str | None = Field(
+        None,
+        description="an m1model checkpoint the judge starts from (its weights and tokenizer) instead of a "
+        "fresh judge_model",
+    )
+    pair_training: Literal["swapped", "reference"] = Field(
+        "reference",
+        description="the judge's pairwise examples: every two responses of a prompt in both orders "
+        "(swapped), or each response against its prompt's reference in one random order (reference)",
+    )
+    pair_domains: list[str] = Field(
+        default_factory=lambda: ["general"],
+        description="domains of the swapped pairwise examples (empty: all); the curricula's pairwise judge "
+        "scores general items",
+    )
     judge_lr: float = Field(2e-3, gt=0)
     judge_batch_size: int = Field(16, ge=1)
     judge_model: ModelConfig = Field(

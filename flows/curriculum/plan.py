@@ -31,18 +31,21 @@ log = logging.getLogger("m1.train")
 
 def active_curriculum(config: PipelineConfig) -> tuple[Curriculum, list[str]]:
     """The configured curriculum without what this config switches off (see `Curriculum.active`), and
-    without the general tasks when the run's judge loses to a constant baseline (its reward would be
-    noise): the stages that need them are off, and the notes say why with the numbers."""
+    without training on the general tasks when the run's judge does not beat the trivial judges on the
+    balanced measures (`flows.genrm.flow.judge_gate`: its reward would be noise or bias): the stages that
+    need them are off and the notes say why with the numbers, while their dataset stays (the base's warm
+    start reads it whatever the gate says, so the gate never rebuilds the base, and held-out general items
+    are still scored before and after)."""
     # heavy: prefect, scipy, numpy
     from flows.genrm.flow import judge_gate
 
     gate = judge_gate(config) if produced(config, GENERAL) else None
     curriculum, notes = load_curriculum(config.train.curriculum).active(
-        lambda kind: produced(config, kind) and not (kind == GENERAL and gate)
+        lambda kind: produced(config, kind), lambda kind: not (kind == GENERAL and gate)
     )
     if gate:
         notes.insert(
-            0, f"general tasks: not trained on, the run's judge loses to a constant baseline ({gate})"
+            0, f"general tasks: not trained on, the run's judge does not beat the trivial judges ({gate})"
         )
     return curriculum, notes
 

@@ -28,6 +28,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,35 @@ def pair_examples(labs: Sequence[Labelled], rng: random.Random) -> list[JudgeExa
     return out
 
 
+def swapped_pair_examples(
+    labs: Sequence[Labelled], domains: Sequence[str] | None = None
+) -> list[JudgeExample]:
+    """Every two distinct responses of a prompt (of ``domains``; None: all), in both orders (JudgeLM's swap
+    augmentation), the verdict from their true grades: the first shown wins as often as the second, and
+    the better text is the reference, a perturbation of it, or neither."""
+    by_prompt: dict[str, dict[str, Labelled]] = defaultdict(dict)
+    for x in labs:
+        if domains is None or x.domain in domains:
+            by_prompt[x.prompt_id].setdefault(x.response, x)
+    out = []
+    for group in by_prompt.values():
+        for x, y in combinations(group.values(), 2):
+            for a, b in ((x, y), (y, x)):
+                verdict = "A" if a.grade > b.grade else "B" if b.grade > a.grade else "C"
+                message = pair_prompt(a.question, a.response, b.response)[0]
+                out.append(JudgeExample("pair", a.domain, message, pair_answer(verdict), verdict))
+    return out
+
+
+def judge_examples(labs: Sequence[Labelled], cfg: GenRMConfig, rng: random.Random) -> list[JudgeExample]:
+    """The judge's training examples under ``cfg.pair_training``, classes balanced per kind."""
+    if cfg.pair_training == "reference":  # before issue 34: each response against its reference, one order
+        pairs = pair_examples(labs, rng)
+    else:
+        pairs = swapped_pair_examples(labs, cfg.pair_domains or None)
+    return balanced(grade_examples(labs) + pairs, rng)
+
+
 def balanced(examples: Sequence[JudgeExample], rng: random.Random) -> list[JudgeExample]:
     """Resample so every (kind, label) class is as frequent as the largest one of its kind."""
     classes: dict[tuple[str, Any], list[JudgeExample]] = defaultdict(list)
@@ -145,7 +175,7 @@ def train_judge(
     that `m1 serve model` serves, with the summary in its training.json and the held-out labelled responses
     beside it (``heldout_labels.jsonl``, a labels file for `m1 genrm eval`)."""
     # heavy: torch, transformers, fastapi
-    from m1model.policy import save_policy
+    from m1model.policy import CheckpointError, load_policy, save_policy
     from m1model.rl.sft import sft_warm_start
     from m1model.serving import ServerSettings, background, create_app
     from m1model.tokenizer import train_tokenizer
@@ -154,11 +184,18 @@ def train_judge(
     t0 = time.perf_counter()
     rng = random.Random(f"judge/{cfg.seed}")
     train, test = datasets(cfg)
-    train_examples = balanced(grade_examples(train) + pair_examples(train, rng), rng)
+    train_examples = judge_examples(train, cfg, rng)
 
-    corpus = [e.message + "\n" + e.answer for e in train_examples[:2000]]
-    tokenizer = train_tokenizer(corpus, vocab_size=cfg.judge_model.vocab_size)
-    model = fresh_model(cfg.judge_model, tokenizer)
+    if cfg.judge_init:  # another model's weights and tokenizer (the run's SFT policy, say) to start from
+        try:
+            model, tokenizer = load_policy(cfg.judge_init)
+        except CheckpointError as exc:
+            raise InputError(f"genrm.judge_init: {exc}") from None
+        model.train()
+    else:
+        corpus = [e.message + "\n" + e.answer for e in train_examples[:2000]]
+        tokenizer = train_tokenizer(corpus, vocab_size=cfg.judge_model.vocab_size)
+        model = fresh_model(cfg.judge_model, tokenizer)
     eos = [tokenizer.eos_token_id]
     pairs = [
         (chat_ids(tokenizer, e.message), list(tokenizer.encode(e.answer, add_special_tokens=False)) + eos)

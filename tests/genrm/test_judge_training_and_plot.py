@@ -17,7 +17,12 @@ import flows.genrm.general as general_module
 from flows.config import GenRMConfig, ModelConfig
 from flows.genrm.general import GeneralTask, general_items
 from flows.genrm.labels import LOGIC_TASKS, _math_responses, labelled_set
-from flows.genrm.train_judge import HELDOUT, balanced, datasets, grade_examples, pair_examples, train_judge
+from flows.genrm.train_judge import (
+    HELDOUT,
+    datasets,
+    judge_examples,
+    train_judge,
+)
 from verifiers.genrm.evaluate import JudgeEval
 
 TINY_JUDGE = ModelConfig(
@@ -47,7 +52,7 @@ def test_train_judge_on_a_tiny_config_saves_a_checkpoint_its_summary_and_the_hel
 
     train, test = datasets(cfg)
     rng = random.Random(f"judge/{cfg.seed}")
-    expected = balanced(grade_examples(train) + pair_examples(train, rng), rng)
+    expected = judge_examples(train, cfg, rng)
     assert summary["inputs_hash"] == "abc"
     assert summary["train_examples"] == len(expected)
     assert {e.kind for e in expected} == {"grade", "pair"}
