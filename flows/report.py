@@ -123,6 +123,12 @@ class RunReport:
                     f"| {s['stage']} | {s['steps']} | {fmt(s['reward_first'])} | {fmt(s['reward_last'])} | "
                     f"{pct(s.get('val_start'))} | {pct(s.get('val_end'))} | {'; '.join(s.get('warnings', [])) or ''} |"
                 )
+            lines += [
+                f"- {s['stage']}: {n}"
+                for s in self.stages
+                for n in s.get("notes", [])
+                if n.startswith("length-bias monitor")
+            ]
             for s in self.stages:
                 for plot in s.get("plots", []):
                     lines += [
