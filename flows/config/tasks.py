@@ -119,15 +119,25 @@ class GenRMConfig(Section):
     train_prompts: int = Field(120, ge=4, description="prompts per domain (math, logic, general) to train on")
     eval_prompts: int = Field(24, ge=2, description="held-out prompts per domain to evaluate on")
     judge_steps: int = Field(300, ge=1, description="SFT steps of the judge")
+    judge_domains: list[Literal["math", "logic", "general"]] = Field(
+        default_factory=lambda: ["math", "logic", "general"],
+        description="domains of the judge's labelled training and held-out responses",
+    )
+    rationale: bool = Field(
+        False,
+        description="the judge learns to quote the facts it compares before its verdict (`Stated: X. "
+        "Reference: Y. Grade: N`; `Asked: X. A: Y. B: Z. Verdict: [[A]]`); needs judge_max_tokens for it",
+    )
     judge_init: str | None = Field(
         None,
         description="an m1model checkpoint the judge starts from (its weights and tokenizer) instead of a "
         "fresh judge_model",
     )
-    pair_training: Literal["swapped", "reference"] = Field(
+    pair_training: Literal["reference", "reference-swapped", "all-swapped"] = Field(
         "reference",
-        description="the judge's pairwise examples: every two responses of a prompt in both orders "
-        "(swapped), or each response against its prompt's reference in one random order (reference)",
+        description="the judge's pairwise examples: each response against its prompt's reference in one "
+        "random order (reference) or in both (reference-swapped), or every two responses of a prompt in "
+        "both orders (all-swapped, of pair_domains)",
     )
     pair_domains: list[str] = Field(
         default_factory=lambda: ["general"],

@@ -74,6 +74,8 @@ def judge_inputs_hash(g: GenRMConfig) -> str:
             "judge_model",
             "pair_training",
             "pair_domains",
+            "judge_domains",
+            "rationale",
             "seed",
         }
     )
