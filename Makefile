@@ -7,12 +7,15 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 M1 := $(VENV)/bin/m1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
-export PREFECT_LOGGING_TO_API_ENABLED := false
+# Every flow run's log lines go to the Prefect API (Prefect's default), so the UI shows them on the run's
+# page. They were switched off here from the project's first commit, with no reason recorded; the one
+# symptom of having them on was "--- Error logging to API ---" on the terminal when Ctrl-C killed the
+# temporary Prefect server before the last batch was sent, which flows/interrupts.py no longer lets happen.
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast bench services lint clean mutation
+.PHONY: run test test-fast bench bench-compare services lint clean mutation
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,9 +47,22 @@ test: $(VENV)/.installed services
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -m "not gpu and not slow and not docker" $(PYTEST_ARGS)
 
-BENCHES ?= attention decode train-step sft dedup verify rewards sandbox logic rl swe genrm train-scale
+# Every bench `m1 bench list` knows (BENCHES="dedup verify" for some), BENCH_RUNS times each: each run
+# appends a record to flows/bench/history/NAME.jsonl (commit, machine, load, figures), and the report at
+# the end prints each figure beside the previous commit's on this machine, marking those that moved
+# beyond their run-to-run spread (which needs a version run at least twice: BENCH_RUNS=3 measures it).
+# A failing bench is recorded, the others still run, and `make bench` fails at the end.
+# `make bench-compare REV=<commit>` runs the benches at REV and here in turns (BENCH_RUNS rounds, at least 3).
+BENCHES ?= $(shell $(M1) bench list)
+BENCH_RUNS ?= 1
+REV ?= HEAD~1
 bench: $(VENV)/.installed services
-	set -e; for b in $(BENCHES); do echo "== m1 bench $$b"; $(M1) bench $$b; done
+	status=0; for i in $$(seq $(BENCH_RUNS)); do for b in $(BENCHES); do \
+		echo "== m1 bench $$b (run $$i of $(BENCH_RUNS))"; $(M1) bench $$b || status=1; done; done; \
+	$(M1) bench report $(BENCHES); exit $$status
+
+bench-compare: $(VENV)/.installed services
+	$(M1) bench compare $(REV) $(BENCHES) --rounds $$(( $(BENCH_RUNS) < 3 ? 3 : $(BENCH_RUNS) ))
 
 # Mutation testing with mutmut 3, one package at a time against its fast tests, then a kill-rate table
 # (scripts/MUTATION_RESULTS.md). Not part of `test` or CI: it takes tens of minutes per package. Pick

@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from flows import interrupts
 from flows.bench import app as bench_app
 from flows.commands import (
     curate,
@@ -120,10 +121,19 @@ def _is_terminal(stream) -> bool:
 
 def main() -> None:
     keep_freed_memory()  # before any tensor: training's temporaries stay in the heap (page faults otherwise)
+    interrupts.supervise()  # the process the terminal started waits here; the command runs in a worker
+    interrupts.install()  # Ctrl-C and SIGTERM: stopped within seconds, one line, exit 130 / 143
     _prefect_defaults()
     try:
         with _console_width():
             app()
     except M1Error as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        if interrupts.received is None:  # an error the interrupt itself caused is not the user's
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            sys.exit(2)
+    except BaseException:  # after an interrupt, whatever it shook loose on the way out is for the log
+        if interrupts.received is None:
+            raise
+    finally:
+        if interrupts.received is not None:
+            interrupts.finish()

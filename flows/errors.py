@@ -11,3 +11,8 @@ class ConfigError(M1Error):
 
 class InputError(M1Error):
     pass
+
+
+class FlowFailed(M1Error):
+    """Something failed inside a flow run (a full disk, a server that went away, a bug): the message names
+    the run, the project line and the error; the traceback is in the log file (flows/logs.py)."""

@@ -199,8 +199,8 @@ def save(
     home: Path | None = None,
 ) -> dict[str, Any]:
     """Write the bands JSON, the per-cell table (dataset store) and the heat map; return their paths."""
-    root = (home or m1_home()) / "logic"
-    bands_path = root / "bands.json"
+    root = bands_file(home).parent
+    bands_path = bands_file(home)
     record = {
         "policy": policy.model_dump(mode="json"),
         "params": params.model_dump(),
@@ -226,9 +226,14 @@ def save(
     }
 
 
+def bands_file(home: Path | None = None) -> Path:
+    """Where the calibration's bands are stored (the logic-task producer reads them)."""
+    return (home or m1_home()) / "logic" / "bands.json"
+
+
 def load_bands(home: Path | None = None) -> dict[str, Band]:
     """The stored bands, for the curriculum's later stages."""
-    path = (home or m1_home()) / "logic" / "bands.json"
+    path = bands_file(home)
     if not path.is_file():
         raise InputError(f"{path}: no calibration yet (run `m1 logic calibrate`)")
     return {task: Band(**band) for task, band in json.loads(path.read_text())["bands"].items()}

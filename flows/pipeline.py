@@ -49,7 +49,7 @@ def preflight(config: PipelineConfig) -> None:
 
     # sources, mappings, benchmarks and the SFT set; the pass-rate policy defaults to the run's SFT model
     curate_preflight(config, pass_rate=False)
-    active_curriculum(config)
+    active_curriculum(config, builds_curated=True)
     check_machine(needed(config))  # every producer's tools at once, with the one command that installs them
     for kind in PRODUCERS:
         if produced(config, kind) and (
@@ -77,13 +77,10 @@ def _paired(report: RunReport) -> list[str]:
     return sorted(common, key=lambda k: (k != "all", k))
 
 
-def cache_note(tasks: list) -> str:
-    return f"{sum(state == 'Cached' for _, state in tasks)} of {len(tasks)}" if tasks else ""
-
-
 @flow(name="m1-pipeline", flow_run_name="{config.name}", log_prints=True)
 def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
-    """Run the whole DAG on one machine; returns the run report as a dict."""
+    """Run the whole DAG on one machine; returns the run report as a dict. Every subflow reuses what
+    was built from the same inputs (flows/lineage.py), so an unchanged rerun builds and trains nothing."""
 
     logger = get_run_logger()
     store = DatasetStore(config.home)
@@ -93,7 +90,7 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
         data_config = config.model_copy(update={"runner": runner})
         curated = curate_flow(data_config, pass_rate=False)
         report.curation = curated["manifest"]
-        report.add_dataset("m1-curate", curated["manifest"], cache_note(curated["tasks"]))
+        report.add_dataset("m1-curate", curated["manifest"], curated["built_because"], curated["reused"])
         if not (config.curate.sources or config.data.input_path):
             report.planted = planted_counts(
                 store.quarantine(dataset_name(config.name, CURATED)), report.curation["steps"]
@@ -102,17 +99,21 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
             if produced(config, kind):
                 flow_fn = producer(kind)
                 out = flow_fn(data_config)
-                report.add_dataset(flow_fn.name, out["manifest"], cache_note(out.get("tasks", [])))
+                report.add_dataset(
+                    flow_fn.name, out["manifest"], out.get("built_because", ""), out.get("reused")
+                )
                 if section := out.get("report"):
                     report.sections.append(section)
                 if gate := out.get("gate"):  # the judge does not beat the trivial judges: unused
                     report.notes.append(
-                        f"general tasks not trained on: the judge does not beat the trivial judges ({gate})"
+                        f"general tasks not trained on: the judge does not beat the trivial judges ({gate}); "
+                        "the `general` stage is switched off"
                     )
             else:
                 report.notes.append(f"{kind}: switched off ({PRODUCERS[kind]} not run)")
 
     base = warm_start(config)
+    report.base = base
     datasets = [
         d for d in (dataset_name(config.name, k) for k in (CURATED, SYNLOGIC, CODE)) if store.latest(d)
     ]
@@ -121,12 +122,13 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
             filtered = pass_rate_flow(
                 config.model_copy(update={"runner": runner}), datasets, default_policy=base["base"]
             )
-        for manifest in filtered["manifests"].values():
-            report.add_dataset("m1-pass-rate", manifest, cache_note(filtered["tasks"]))
+        for name, manifest in filtered["manifests"].items():
+            why = (store.built_from(name, "m1-pass-rate") or {}).get("reason", "")
+            report.add_dataset("m1-pass-rate", manifest, why)
     else:
         report.notes.append("pass-rate filtering: off (curate.pass_rate.enabled = false)")
 
-    with run_judge(config):  # one judge server for both evaluations and every stage
+    with run_judge(config):  # one judge server, started when an evaluation or a stage first needs it
         before = evaluate(config, base["base"], "before")
         report.stages = train_curriculum(config)
         final = report.stages[-1]["final"] if report.stages else base["base"]

@@ -1,6 +1,11 @@
-"""The run report of `m1 run`: every subflow with its rows in and out, the curriculum's per-stage curves,
-and the held-out pass rate before and after training, per domain, as counts with intervals and a
-sentence saying whether training helped."""
+"""The run report of `m1 run`: every subflow with its rows in and out and why its dataset was built, every
+source with its rows and the columns it was read with, the curriculum's per-stage curves, and the
+held-out pass rate before and after training, per domain, as counts with intervals and a sentence saying
+whether training helped.
+
+The report is a function of what the run's things are (their versions, records and results), never of
+whether this run built or reused them: an unchanged rerun writes the same report. Why each thing was
+built is the reason recorded when it was built (flows/lineage.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.artifacts import embed_png
+from flows.curate.ingest import describe_mapping
 from m1model.rl.evaluation import PairedChange, PassRate
 
 
@@ -60,6 +66,7 @@ class RunReport:
     before: dict[str, PassRate] = field(default_factory=dict)  # per evaluation set, of the base
     after: dict[str, PassRate] = field(default_factory=dict)  # ... and of the last stage's model
     sections: list[str] = field(default_factory=list)  # markdown from optional subflows (SWE, GenRM)
+    base: dict[str, Any] = field(default_factory=dict)  # the SFT warm start's result (flows/train.py)
 
     def add_table(self, title: str, rows: list[dict[str, Any]], note: str = "") -> None:
         """A section with a markdown table of ``rows`` (dicts with the same keys)."""
@@ -71,7 +78,11 @@ class RunReport:
         lines += ["| " + " | ".join(str(r.get(k, "")) for k in keys) + " |" for r in rows]
         self.sections.append("\n".join(lines) + "\n")
 
-    def add_dataset(self, flow: str, manifest: dict[str, Any], cached: str = "") -> None:
+    def add_dataset(
+        self, flow: str, manifest: dict[str, Any], built_because: str = "", reused: bool | None = None
+    ) -> None:
+        """A subflow's dataset; ``reused``: whether this run reused it (the CLI's table says so; the
+        report does not, so that an unchanged rerun writes the same report)."""
         steps = manifest.get("steps") or []
         rows_in = steps[0]["rows_in"] if steps else manifest["rows"]
         self.subflows.append(
@@ -81,21 +92,61 @@ class RunReport:
                 "rows in": rows_in,
                 "rows out": manifest["rows"],
                 "quarantined": manifest.get("quarantined", 0),
-                "cached": cached,
+                "built because": built_because,
+                "this run": {None: "", True: "reused", False: "built"}[reused],
             }
         )
+
+    def _sources(self) -> list[str]:
+        """Every curation source: rows read, quarantined at ingest, in and out, and its column mapping."""
+        params = self.curation.get("params", {})
+        counts = params.get("per_source", [])
+        if not counts:
+            return []
+        mappings = {m["path"]: m for m in params.get("source_columns", [])}
+        lines = [
+            "## Sources",
+            "",
+            "| source | rows read | quarantined at ingest | rows in | rows out | columns |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
+        for c in counts:
+            m = mappings.get(c["source"])
+            columns = (
+                describe_mapping(m["mapping"], m["inferred"], m.get("preset"), m.get("detected", False))
+                if m
+                else "generated"
+            )
+            lines.append(
+                f"| {c['source']} | {c['rows read']} | {c['quarantined at ingest']} | {c['rows in']} | "
+                f"{c['rows out']} | {columns} |"
+            )
+        return ["", *lines]
 
     def to_markdown(self) -> str:
         lines = [f"# m1 run report: {self.name}", "", "## Subflows", ""]
         lines += [
-            "| subflow | dataset | rows in | rows out | quarantined | tasks from cache |",
+            "| subflow | dataset | rows in | rows out | quarantined | built because |",
             "|---|---|---:|---:|---:|---|",
         ]
         for s in self.subflows:
             lines.append(
-                f"| {s['flow']} | {s['dataset']} | {s['rows in']} | {s['rows out']} | {s['quarantined']} | {s['cached']} |"
+                f"| {s['flow']} | {s['dataset']} | {s['rows in']} | {s['rows out']} | {s['quarantined']} | "
+                f"{s['built because']} |"
             )
         lines += ["", *[f"- {n}" for n in self.notes]]
+        lines += self._sources()
+        if self.base:
+            overlaps = self.base.get("overlaps", {})
+            lines += [
+                "",
+                "## Training data",
+                "",
+                f"- base model (tokenizer + SFT warm start) `{self.base['base']}`, built because: "
+                f"{self.base.get('built_because') or 'given (train.init_from)'}",
+                f"- {overlaps.get('rows', 0)} items left out as duplicates of an earlier dataset's items "
+                f"(`{overlaps.get('file', '')}`)",
+            ]
         if self.curation:
             lines += [
                 "",
@@ -113,15 +164,16 @@ class RunReport:
         lines += ["", "## Curriculum", ""]
         if self.stages:
             lines += [
-                "| stage | steps | reward first | reward last | held-out start | held-out end | warnings |",
-                "|---|---:|---:|---:|---:|---:|---|",
+                "| stage | steps | reward first | reward last | held-out start | held-out end | warnings | built because |",
+                "|---|---:|---:|---:|---:|---:|---|---|",
             ]
             for s in self.stages:
                 fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
                 pct = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
                 lines.append(
                     f"| {s['stage']} | {s['steps']} | {fmt(s['reward_first'])} | {fmt(s['reward_last'])} | "
-                    f"{pct(s.get('val_start'))} | {pct(s.get('val_end'))} | {'; '.join(s.get('warnings', [])) or ''} |"
+                    f"{pct(s.get('val_start'))} | {pct(s.get('val_end'))} | {'; '.join(s.get('warnings', [])) or ''} | "
+                    f"{s.get('reason', '')} |"
                 )
             lines += [
                 f"- {s['stage']}: {n}"

@@ -9,6 +9,11 @@ Same content, same version: a write whose rows, quarantine, parameters, parents 
 the latest version (a rerun on unchanged input) returns that version instead of adding an identical one,
 so what fingerprints a version number (curriculum stages) does not turn stale. The manifest's `content`
 is the SHA-256 it is compared by; the code version and the time are not part of it.
+
+What built it: each flow that writes a dataset records the inputs it wrote it from (flows/lineage.py) in
+``BUILT_FROM.json`` beside the versions, one entry per writer (the curation flow and the pass-rate filter
+both write ``{run}-curated``). A rerun whose inputs are the recorded ones reuses that version without
+doing the work again (`reusable`); one whose inputs changed says which (`why_rebuilt`).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import polars as pl
 from flows.atomic import atomic_dir, atomic_write_text
 from flows.errors import InputError
 from flows.home import m1_home
+from flows.lineage import fingerprint, reason
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -209,6 +215,58 @@ class DatasetStore:
 
     def manifest(self, name: str, version: int | None = None) -> Manifest:
         return Manifest.from_json((self.path(name, version) / "manifest.json").read_text())
+
+    # -- what built each version (flows/lineage.py) -------------------------------------------------------
+
+    def built_from(self, name: str, writer: str) -> dict[str, Any] | None:
+        """What `writer` last wrote `name` from: version, inputs, fingerprint, reason, result."""
+        path = self._dir(name) / "BUILT_FROM.json"
+        if not path.is_file():
+            return None
+        return json.loads(path.read_text()).get(writer)
+
+    def reusable(self, name: str, writer: str, inputs: dict[str, Any]) -> dict[str, Any] | None:
+        """The record of `writer`'s last write of `name` when it was made from exactly ``inputs`` and its
+        version still exists; None when the work must be done (again)."""
+        record = self.built_from(name, writer)
+        if record is None or record.get("fingerprint") != fingerprint(inputs):
+            return None
+        folder = self._dir(name) / f"v{record['version']:04d}"
+        return record if (folder / "manifest.json").is_file() else None
+
+    def make_latest(self, name: str, version: int) -> None:
+        """Point LATEST at an existing version (a writer reused it: it is the current one again)."""
+        if self.latest(name) != version:
+            self.path(name, version)  # exists, or an InputError naming the versions
+            atomic_write_text(self._dir(name) / "LATEST", f"{version}\n")
+
+    def why_rebuilt(self, name: str, writer: str, inputs: dict[str, Any]) -> str:
+        """Why `writer` must write `name` (again): what changed since its last write; '' when nothing."""
+        record = self.built_from(name, writer)
+        if record is None:
+            return "not built yet"
+        if not (self._dir(name) / f"v{record['version']:04d}" / "manifest.json").is_file():
+            return f"its version v{record['version']} is gone"
+        return reason(record["inputs"], inputs)
+
+    def record_built(
+        self, name: str, writer: str, version: int, inputs: dict[str, Any], result: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Record that `writer` wrote `version` of `name` from ``inputs`` (with the flow's result, which a
+        rerun on the same inputs returns instead of redoing the work)."""
+        path = self._dir(name) / "BUILT_FROM.json"
+        records = json.loads(path.read_text()) if path.is_file() else {}
+        previous = records.get(writer)
+        why = reason(previous["inputs"], inputs) if previous else "first build"
+        record = {
+            "version": version,
+            "fingerprint": fingerprint(inputs),
+            "inputs": inputs,
+            "reason": why or previous.get("reason", ""),
+            "result": result,
+        }
+        atomic_write_text(path, json.dumps(records | {writer: record}, indent=2, sort_keys=True, default=str))
+        return record
 
     def names(self) -> list[str]:
         if not self.datasets.exists():

@@ -7,20 +7,25 @@ The work itself is the stage library in flows/curriculum/ (`run_stage`, `build_b
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import polars as pl
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.artifacts import artifact_key, embed_png
+from flows.atomic import atomic_path
 from flows.config import PipelineConfig
 from flows.curriculum.base import build_base
-from flows.curriculum.mixture import load_data, require_dataset
-from flows.curriculum.plan import active_curriculum, base_refs, stage_table
+from flows.curriculum.layout import train_root
+from flows.curriculum.mixture import require_dataset, run_data
+from flows.curriculum.plan import active_curriculum, base_refs, base_state, stage_table
 from flows.curriculum.report import metrics_table, plot_sft, stage_markdown
 from flows.curriculum.stage import Metrics, StepCallback, run_stage, validation_rows
 from flows.curriculum.step_log import SampleLog
 from flows.datasets import PRODUCERS, kind_of, producer, resolve
+from flows.errors import ConfigError
 from flows.model_settings import use_threads
 from flows.progress import ProgressFn, prefect_progress, step_listener
 from flows.store import DatasetStore
@@ -65,18 +70,28 @@ def _prefect_progress(phase_totals: dict[str, int]) -> StepCallback:
 def build_missing_task_data(config: PipelineConfig, curriculum) -> list[str]:
     """The generated datasets (logic, code, SWE, general) this curriculum reads that the store lacks,
     built by their own flows as `m1 run` builds them, so that `m1 curate run` then `m1 train
-    curriculum` works on a fresh store. Curated data is the user's and is never made up here."""
+    curriculum` works on a fresh store. Curated data is the user's and is never made up here (a
+    curriculum without it drops it: `active_curriculum`)."""
     store, missing = DatasetStore(config.home), {}
     for entry in curriculum.datasets:
         name = resolve(entry, config.name)
         if kind_of(entry) in PRODUCERS and store.latest(name) is None:
             missing[name] = kind_of(entry)
-        else:  # the user's data (curated or a store name): fail before minutes of building the rest
+        else:  # a user's own store dataset the curriculum names: fail before minutes of building the rest
             require_dataset(store, curriculum, name)
     for name, kind in missing.items():
         get_run_logger().info("%s is not in the store yet: building it (%s)", name, PRODUCERS[kind])
         producer(kind)(config)
     return list(missing)
+
+
+def training_curriculum(config: PipelineConfig):
+    """The curriculum a training flow runs, after building the generated datasets it lacks (which may
+    switch stages off: a judge that does not beat the trivial judges), with its notes logged."""
+    curriculum, notes = active_curriculum(config)
+    if build_missing_task_data(config, curriculum):
+        curriculum, notes = active_curriculum(config)
+    return curriculum, notes
 
 
 @flow(name="sft-warm-start", flow_run_name="{config.name}-sft", log_prints=True)
@@ -86,16 +101,26 @@ def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     if config.train.init_from:
         return {"base": config.train.init_from, "built": False, "sft": []}
     use_threads(config.train)
-    curriculum, _ = active_curriculum(config)
-    build_missing_task_data(config, curriculum)
+    logger = get_run_logger()
+    curriculum, _ = training_curriculum(config)
     store = DatasetStore(config.home)
-    data = load_data(store, curriculum, config.name, config.eval.fraction)
+    data = run_data(config, curriculum, store)
+    overlaps = save_overlaps(config, data)
+    if data.overlaps is not None and data.overlaps.height:
+        logger.info(
+            "%d items left out as duplicates of an earlier dataset's: %s", data.overlaps.height, overlaps
+        )
+    _, state, why = base_state(config, data.refs, store)
+    if state != "done":
+        logger.info("base model: building (%s)", why)
     on_step = _prefect_progress({"sft": config.train.sft_steps})
     folder, built = build_base(config, data, base_refs(store, data.refs), on_step)
-    get_run_logger().info("base model %s: %s", "built" if built else "unchanged, reused", folder)
+    logger.info("base model %s: %s", "built" if built else "unchanged, reused", folder)
     history = recorded(folder).get("sft", [])
     if history:
-        plot = plot_sft(history, folder.parent / "sft.png", f"{config.name}: SFT warm start")
+        plot = folder.parent / "sft.png"
+        if built or not plot.is_file():
+            plot_sft(history, plot, f"{config.name}: SFT warm start")
         create_markdown_artifact(
             f"# SFT warm start `{folder}`\n\n{len(history)} steps on {data.train.height} training items, loss "
             f"{history[0]['loss']:.3f} -> {history[-1]['loss']:.3f}{'' if built else ' (reused: unchanged)'}"
@@ -103,7 +128,25 @@ def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
             key=artifact_key(config.name, "sft"),
             description="SFT warm start",
         )
-    return {"base": str(folder), "built": built, "sft": history}
+    return {
+        "base": str(folder),
+        "built": built,
+        "sft": history,
+        "built_because": recorded(folder).get("reason", ""),
+        "overlaps": {"file": str(overlaps), "rows": 0 if data.overlaps is None else data.overlaps.height},
+    }
+
+
+def save_overlaps(config: PipelineConfig, data) -> Path:
+    """The items left out as duplicates of an earlier dataset's (flows/curriculum/overlap.py), with
+    their reasons, in ``runs/<run>/train/overlaps.parquet`` (rewritten only when they change)."""
+    path = train_root(config) / "overlaps.parquet"
+    frame = data.overlaps if data.overlaps is not None else pl.DataFrame()
+    if path.is_file() and pl.read_parquet(path).equals(frame):
+        return path
+    with atomic_path(path) as tmp:
+        frame.write_parquet(tmp)
+    return path
 
 
 @flow(name="train-stage", flow_run_name="{config.name}-{stage}", log_prints=True)
@@ -111,8 +154,11 @@ def train_stage(stage: str, config: PipelineConfig = DEFAULT_CONFIG, restart: bo
     """One curriculum stage as a flow run: resumed from its own checkpoints while nothing it depends on
     changed, rerun from its start otherwise; rerunnable alone from the UI."""
     use_threads(config.train)
-    curriculum, _ = active_curriculum(config)
-    build_missing_task_data(config, curriculum)
+    curriculum, notes = training_curriculum(config)
+    if stage in curriculum.switched_off:  # the user named it: say why it cannot run
+        raise ConfigError(
+            f"stage {stage!r} of curriculum {curriculum.name!r} is switched off: {'; '.join(notes)}"
+        )
     steps = curriculum.stages[curriculum.index(stage)].steps
     progress = _prefect_progress({"sft": config.train.sft_steps, stage: steps})
     result = run_stage(
@@ -143,17 +189,18 @@ def train_stage(stage: str, config: PipelineConfig = DEFAULT_CONFIG, restart: bo
 
 @flow(name="train-curriculum", flow_run_name="{config.name}-curriculum", log_prints=True)
 def train_curriculum(config: PipelineConfig = DEFAULT_CONFIG, restart: bool = False) -> list[dict[str, Any]]:
-    """Every stage in order, each a subflow starting from the previous stage's final model."""
-    curriculum, notes = active_curriculum(config)
+    """Every stage in order, each a subflow starting from the previous stage's final model; a stage this
+    config or the store switches off (a producer off, a dataset no one built, a judge that loses to a
+    constant) is skipped with a line that says why."""
+    curriculum, notes = training_curriculum(config)
     for note in notes:
         get_run_logger().info(note)
-    build_missing_task_data(config, curriculum)
     return [train_stage(s.name, config, restart=restart) for s in curriculum.stages]
 
 
 def publish_status(config: PipelineConfig) -> None:
-    """The curriculum's state as a table artifact, so the UI shows which stages are stale."""
-    rows = [{k: r[k] for k in ("stage", "steps", "start", "state")} for r in stage_table(config)]
+    """The curriculum's state as a table artifact, so the UI shows which stages are stale and why."""
+    rows = [{k: r[k] for k in ("stage", "steps", "start", "state", "reason")} for r in stage_table(config)]
     create_table_artifact(
         rows, key=artifact_key(config.name, "curriculum-status"), description="curriculum stages"
     )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 import torch
@@ -15,6 +17,16 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Bench tests check output contracts on a machine shared with other jobs: they must not flake when a
 # ratio is refused for uneven load. The refusal itself is tested in tests/foundation/test_bench_load.py.
 os.environ.setdefault("M1_BENCH_LOAD_TOLERANCE", "inf")
+# Benches run by tests record their runs in a folder of this session, never in the committed history
+# (flows/bench/history/); set here, not by setdefault, so no outer setting can point tests at it.
+os.environ["M1_BENCH_HISTORY"] = tempfile.mkdtemp(prefix="m1-test-bench-history-")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def bench_history_of_the_session():
+    yield os.environ["M1_BENCH_HISTORY"]
+    shutil.rmtree(os.environ["M1_BENCH_HISTORY"], ignore_errors=True)
+
 
 # The tests' models and tensors are tiny: one intra-op thread is fastest, and two spinning OpenMP
 # threads on a busy 2-core machine can make each small op 10-100x slower.

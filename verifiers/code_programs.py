@@ -4,8 +4,10 @@ Fields are read from the item or from its ``metadata`` (curated items), so the p
 they are published:
 
 - **HumanEval** (``test`` defining ``check(candidate)``, ``entry_point``): the response's code runs,
-  then ``check(<entry_point>)``. Each statement of ``check``'s body that asserts (an ``assert``, or a
-  loop or block holding one) is a test of its own; a ``check`` without one is a single test.
+  then ``check(<entry_point>)``. Each statement of ``check``'s body that checks (an ``assert``, a loop
+  or block holding one, or a call of a helper of the test file that asserts, directly or through
+  another) is a test of its own, together with the statements run since the previous test; a ``check``
+  without one is a single test.
 - **MBPP** (``test_list`` of assert lines; optional ``test_imports``, a list of import lines, and
   ``test_setup_code``): the imports and the setup run first, then the response's code, then each line
   of ``test_list`` as a test of its own.
@@ -114,13 +116,30 @@ def _function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
     return found[-1] if found else None  # the last definition is the one that runs
 
 
-def _asserts(node: ast.AST) -> bool:
-    """Whether a statement asserts, not counting functions or classes it defines (they run later)."""
+def _checks(node: ast.AST, asserting: set[str]) -> bool:
+    """Whether a statement checks something when it runs: it asserts, or calls a function that does
+    (`asserting`); functions, classes and lambdas it defines do not count (they run later, if at all)."""
     if isinstance(node, ast.Assert):
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in asserting:
         return True
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
         return False
-    return any(_asserts(child) for child in ast.iter_child_nodes(node))
+    return any(_checks(child, asserting) for child in ast.iter_child_nodes(node))
+
+
+def _asserting(tree: ast.Module, check: ast.FunctionDef) -> set[str]:
+    """The functions of the test file (module-level or nested, `check` aside) that assert when called,
+    directly or through another such function: a ``check`` that calls such a helper checks there."""
+    defs = [
+        n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n is not check
+    ]
+    found: set[str] = set()
+    while more := {
+        fn.name for fn in defs if fn.name not in found and any(_checks(s, found) for s in fn.body)
+    }:
+        found |= more
+    return found
 
 
 def _unit(key: Any, body: list[ast.stmt]) -> ast.stmt:
@@ -138,15 +157,28 @@ def _label(body: list[ast.stmt]) -> str:
 def _humaneval(tree: ast.Module, check: ast.FunctionDef, entry_point: Any) -> ProgramTests:
     if not isinstance(entry_point, str) or not entry_point.isidentifier():
         raise ItemError(f"`entry_point` must be a function name, got {entry_point!r}")
+    # Each statement that checks (asserts, or calls a helper that does) is a test, with the statements
+    # run since the previous one (its setup: `x = candidate(3)`); statements after the last test belong
+    # to it. So every statement that can fail the check fails a test: none runs outside one, where a
+    # failure would have no test to count against. Function definitions stay where they are.
+    asserting = _asserting(tree, check)
     labels: dict[Any, str] = {}
-    body: list[ast.stmt] = []
+    groups: list[list[ast.stmt]] = []
+    layout: list[ast.stmt | int] = []  # definitions, and the index of each test's group, in order
+    pending: list[ast.stmt] = []
     for stmt in check.body:
-        if _asserts(stmt):
-            labels[len(labels)] = _label([stmt])
-            body.append(_unit(len(labels) - 1, [stmt]))
+        if _checks(stmt, asserting):
+            groups.append([*pending, stmt])
+            layout.append(len(groups) - 1)
+            pending = []
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            layout.append(stmt)
         else:
-            body.append(stmt)
-    check.body = body
+            pending.append(stmt)
+    if groups:
+        groups[-1] += pending
+        labels = {key: _label(group) for key, group in enumerate(groups)}
+        check.body = [_unit(x, groups[x]) if isinstance(x, int) else x for x in layout]
     call = _ast(f"check({entry_point})").body
     if labels:
         tree.body += call

@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.bench import app
+from flows.bench.dedup_scale import bench_scale
 from flows.bench.load import LoadMeter, print_start
 
 SHINGLE = 5
@@ -35,6 +36,7 @@ SHINGLE = 5
 DATATROVE_BANDS = (14, 8)
 DATATROVE_PERM = DATATROVE_BANDS[0] * DATATROVE_BANDS[1]
 _WORD = re.compile(r"\w+")
+BENCH_DIR = Path(tempfile.gettempdir()) / "m1-bench-dedup"
 
 
 @dataclass
@@ -233,7 +235,9 @@ def embed_rate(texts: list[str]) -> float:
 
 @app.command("dedup")
 def bench_dedup(
-    docs: int = typer.Option(100_000, help="synthetic documents (about 80 words each)"),
+    docs: str = typer.Option(
+        "100000", help="synthetic documents (about 80 words each); with --runner dask, sizes: 200000,2000000"
+    ),
     baseline_docs: int = typer.Option(
         10_000,
         help="documents for the datasketch runs (0 = all); docs/s are extrapolated from this subsample",
@@ -242,13 +246,42 @@ def bench_dedup(
     num_perm: int = typer.Option(128, help="permutations"),
     embed_docs: int = typer.Option(1000, help="documents to embed for the embedding-dedup rate (0 = skip)"),
     seed: int = typer.Option(0),
+    runner: str = typer.Option(
+        "local", help="local: the one-process engine vs datasketch; dask: the distributed engine vs datatrove"
+    ),
+    workers: int = typer.Option(2, help="--runner dask: local Dask workers (and datatrove's processes)"),
+    memory_limit: str = typer.Option("1GB", help="--runner dask: memory of each Dask worker"),
+    partition_rows: int = typer.Option(50_000, help="--runner dask: rows per partition"),
+    work_dir: str = typer.Option(str(BENCH_DIR), help="--runner dask: corpora (kept for reruns) and scratch"),
+    check_docs: int = typer.Option(
+        200_000, help="--runner dask: also run the one-process engine up to this size and compare clusters"
+    ),
+    anchor: bool = typer.Option(True, help="--runner dask: run datatrove beside ours"),
 ) -> None:
     """MinHash LSH near-dup dedup: docs/s vs datasketch (per-document and bulk), precision/recall vs
-    exact Jaccard, peak memory; and embeddings/s for embedding dedup."""
+    exact Jaccard, peak memory; and embeddings/s for embedding dedup. With `--runner dask`: the
+    distributed engine at each size in --docs, beside datatrove's MinHash pipeline on the same corpus."""
     console = Console()
     if not console.is_terminal:  # piped output (logs, CI): do not squeeze the table into 80 columns
         console = Console(width=max(console.width, 120))
     print_start(console)
+    sizes = [int(x) for x in docs.replace("_", "").split(",") if x.strip()]
+    if runner == "dask":
+        bench_scale(
+            console,
+            sizes,
+            workers,
+            memory_limit,
+            partition_rows,
+            Path(work_dir),
+            check_docs,
+            anchor,
+            make_corpus,
+        )
+        return
+    if runner != "local" or len(sizes) != 1:
+        raise typer.BadParameter("--runner local takes one --docs size; --runner dask takes several")
+    docs = sizes[0]
     corpus = make_corpus(docs, seed=seed)
     base = subsample(corpus, baseline_docs) if baseline_docs else corpus
     console.print(

@@ -14,6 +14,7 @@ task and tasks per minute with 1 and 2 workers, and the ratio docker/venv: the c
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -117,53 +118,59 @@ def bench_swe(
         venv_root = Path(tempfile.mkdtemp(prefix="m1-bench-venv-"))
         py = _venv(scorer.images.wheelhouse(p.python_packages), venv_root)
 
-    def bare() -> None:
-        subprocess.run(["true"], check=True)
+    try:
 
-    sandbox = DockerSandbox(work[0].image, client=client)
+        def bare() -> None:
+            subprocess.run(["true"], check=True)
 
-    def contained() -> None:
-        result = sandbox.run(["true"])
-        if not result.ok:
-            raise RuntimeError(result.describe())
+        sandbox = DockerSandbox(work[0].image, client=client)
 
-    rows_out = []
-    # The containers' processes are dockerd's children, not this process's, so the load meter would count
-    # their CPU as other processes' load: the two sides instead take turns per worker count, each task set
-    # docker then venv, with the load printed before measuring and after.
-    console.print(describe_start("before measuring"), highlight=False)
-    with cleanup_on_signals(), console.status("measuring ..."):
-        starts = {}
-        for name, call in (("process", bare), ("container", contained)):
-            call()
-            times = []
-            for _ in range(runs):
-                t0 = time.perf_counter()
+        def contained() -> None:
+            result = sandbox.run(["true"])
+            if not result.ok:
+                raise RuntimeError(result.describe())
+
+        rows_out = []
+        # The containers' processes are dockerd's children, not this process's, so the load meter would count
+        # their CPU as other processes' load: the two sides instead take turns per worker count, each task set
+        # docker then venv, with the load printed before measuring and after.
+        console.print(describe_start("before measuring"), highlight=False)
+        with cleanup_on_signals(), console.status("measuring ..."):
+            starts = {}
+            for name, call in (("process", bare), ("container", contained)):
                 call()
-                times.append(time.perf_counter() - t0)
-            starts[name] = statistics.median(times)
-        for workers in (1, 2):
-            docker = _rate(lambda t: scorer.repair(t, t.patch).reward == 1.0, work, workers)
-            local = _rate(lambda t: venv_repair(py, root / repo, t), work, workers)
-            rows_out.append((workers, docker, local))
+                times = []
+                for _ in range(runs):
+                    t0 = time.perf_counter()
+                    call()
+                    times.append(time.perf_counter() - t0)
+                starts[name] = statistics.median(times)
+            for workers in (1, 2):
+                docker = _rate(lambda t: scorer.repair(t, t.patch).reward == 1.0, work, workers)
+                local = _rate(lambda t: venv_repair(py, root / repo, t), work, workers)
+                rows_out.append((workers, docker, local))
 
-    table = Table(title=f"SWE evaluation: {len(work)} {repo} tasks (gold patches), docker vs a local venv")
-    for col in ("measure", "docker", "venv", "docker / venv"):
-        table.add_column(col, justify="left" if col == "measure" else "right")
-    table.add_row("start `true` (median ms)", f"{starts['container'] * 1e3:.0f}", f"{starts['process'] * 1e3:.1f}",
-                  f"{starts['container'] / starts['process']:.0f}x")  # fmt: skip
-    for workers, (d_s, d_rate), (v_s, v_rate) in rows_out:
-        table.add_row(f"s per task, {workers} worker(s)", f"{d_s:.2f}", f"{v_s:.2f}", f"{d_s / v_s:.2f}x")
-        table.add_row(
-            f"tasks per minute, {workers} worker(s)",
-            f"{d_rate:.1f}",
-            f"{v_rate:.1f}",
-            f"{d_rate / v_rate:.2f}x",
+        table = Table(
+            title=f"SWE evaluation: {len(work)} {repo} tasks (gold patches), docker vs a local venv"
         )
-    console.print(table)
-    console.print(
-        f"container overhead per evaluation: {(rows_out[0][1][0] - rows_out[0][2][0]):.2f} s "
-        f"({len(work[0].tests)} tests per task); 2 workers on {os.cpu_count()} cores",
-        highlight=False,
-    )
-    console.print(describe_start("after measuring"), highlight=False)
+        for col in ("measure", "docker", "venv", "docker / venv"):
+            table.add_column(col, justify="left" if col == "measure" else "right")
+        table.add_row("start `true` (median ms)", f"{starts['container'] * 1e3:.0f}", f"{starts['process'] * 1e3:.1f}",
+                      f"{starts['container'] / starts['process']:.0f}x")  # fmt: skip
+        for workers, (d_s, d_rate), (v_s, v_rate) in rows_out:
+            table.add_row(f"s per task, {workers} worker(s)", f"{d_s:.2f}", f"{v_s:.2f}", f"{d_s / v_s:.2f}x")
+            table.add_row(
+                f"tasks per minute, {workers} worker(s)",
+                f"{d_rate:.1f}",
+                f"{v_rate:.1f}",
+                f"{d_rate / v_rate:.2f}x",
+            )
+        console.print(table)
+        console.print(
+            f"container overhead per evaluation: {(rows_out[0][1][0] - rows_out[0][2][0]):.2f} s "
+            f"({len(work[0].tests)} tests per task); 2 workers on {os.cpu_count()} cores",
+            highlight=False,
+        )
+        console.print(describe_start("after measuring"), highlight=False)
+    finally:  # the venv is this run's alone (40 MB); it was left in the temp folder before
+        shutil.rmtree(venv_root, ignore_errors=True)

@@ -37,31 +37,21 @@ Removed = Annotated[
 
 def read_input(path: Path, id_column: str, need: list[str]) -> pl.DataFrame:
     # heavy: polars; not at m1 start-up
-    import polars as pl
+    from flows.curate.scale.sources import fill_ids, read_all
 
-    from flows.curate.ingest import read_table
-
-    df = read_table(path, strict=True)
+    df = read_all(path)
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise InputError(
             f"{path}: missing column(s) {', '.join(missing)} (has: {', '.join(df.columns) or 'none'})"
         )
-    if id_column not in df.columns:
-        df = df.with_columns(
-            pl.format(f"{path.stem}-{{}}", pl.int_range(pl.len()).cast(pl.String).str.zfill(6)).alias(
-                id_column
-            )
-        )
+    df, filled, was_missing = fill_ids(df, id_column, path.stem)
+    if was_missing:
         console.print(
             f"{path}: no {id_column!r} column: assigned ids to {df.height} rows ({path.stem}-000000...)"
         )
-    elif (blank := df[id_column].cast(pl.String).fill_null("").str.strip_chars().eq("")).any():
-        ids = pl.format(f"{path.stem}-{{}}", pl.int_range(pl.len()).cast(pl.String).str.zfill(6))
-        df = df.with_columns(
-            pl.when(blank).then(ids).otherwise(pl.col(id_column).cast(pl.String)).alias(id_column)
-        )
-        console.print(f"{path}: assigned ids to {int(blank.sum())} rows with an empty {id_column!r}")
+    elif filled:
+        console.print(f"{path}: assigned ids to {filled} rows with an empty {id_column!r}")
     return df
 
 
@@ -121,17 +111,16 @@ def ingest(
     ] = 0.9,
 ) -> None:
     """Read a file into canonical RL items in the dataset store; bad rows are quarantined with a reason.
-    A file whose rows are mostly quarantined (a column read wrongly) is an error, and nothing is written."""
+    The file passes the source checks of `m1 run` first, and nothing is written when it fails one: a
+    file with no rows or no valid item, rows mostly quarantined (a column read wrongly), math items
+    with no reference (the answer column not found)."""
     # heavy: polars; not at m1 start-up
-    from flows.curate.guard import Span, check
-    from flows.curate.ingest import load_items
+    from flows.curate.ingest import check_source, load_items
     from flows.store import DatasetStore, StepCount
 
     mapping = parse_map(map_)
     got = load_items(input, source=source, mapping=mapping, domain=domain, split=split, preset=preset)
-    if got.rows_read:
-        span = Span(str(input), 0, got.rows_read, got.columns, got.mapping)
-        check(span, "ingest", got.rows_read, got.quarantined["reason"].to_list(), max_removed_share)
+    check_source(got, str(input), max_removed_share)
     manifest = DatasetStore().write(
         name,
         got.items,
@@ -151,9 +140,19 @@ def ingest(
 
 @app.command("dedup")
 def dedup(
-    input: Input,
-    output: Output,
-    clusters: Annotated[Path, typer.Option("--clusters", help="Every input id with its cluster id.")],
+    input: Annotated[
+        Path,
+        typer.Option(
+            "--input", "-i", help="JSONL, Parquet, a folder of Parquet shards or a datasets folder."
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="Kept rows: a .parquet (or .jsonl) file, or a folder of parts."),
+    ],
+    clusters: Annotated[
+        Path, typer.Option("--clusters", help="Every input id with its cluster id (file or folder of parts).")
+    ],
     method: Annotated[str, typer.Option("--method", help="exact | minhash | embedding")] = "minhash",
     threshold: Annotated[
         float | None,
@@ -167,17 +166,74 @@ def dedup(
         str, typer.Option(help="MinHash hashing: fast, or compat (datasketch-identical).")
     ] = "fast",
     removed: Removed = None,
+    runner: Annotated[
+        str, typer.Option(help="local (one process) or dask (a local cluster, or --dask-address).")
+    ] = "local",
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes of the local Dask cluster.")] = 2,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option(help="Memory of each local Dask worker, e.g. 1GB (it spills to disk before)."),
+    ] = None,
+    dask_address: Annotated[
+        str | None, typer.Option(help="Scheduler of an existing Dask cluster, e.g. tcp://host:8786.")
+    ] = None,
+    partition_rows: Annotated[
+        int, typer.Option(min=1, help="Rows per Dask partition (Parquet row groups are never split).")
+    ] = 50_000,
+    max_cluster: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="A cluster of more rows fails, naming it (default curate.minhash.max_cluster; 0: no limit).",
+        ),
+    ] = None,
+    work_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Scratch folder of the Dask runner (default: beside --output; shared by all workers)."
+        ),
+    ] = None,
 ) -> None:
-    """Remove duplicates: one row per cluster is kept (the first)."""
-    # heavy: polars; not at m1 start-up
+    """Remove duplicates: one row per cluster is kept (the first). `--runner dask` gives the same clusters
+    as `--runner local`, with no stage on the driver."""
+    # heavy: polars, pydantic; not at m1 start-up
+    from flows.config import MinhashConfig
     from flows.curate.dedup import embedding_dedup, exact_dedup, minhash_dedup
+    from flows.curate.scale.report import from_clusters
 
     if method not in ("exact", "minhash", "embedding"):
         raise InputError(f"--method: {method!r} is not one of exact, minhash, embedding")
     if mode not in ("fast", "compat"):
         raise InputError(f"--mode: {mode!r} is not one of fast, compat")
+    if runner not in ("local", "dask"):
+        raise InputError(f"--runner: {runner!r} is not one of local, dask")
     if threshold is not None and not 0 < threshold <= 1:
         raise InputError(f"--threshold: {threshold} is not in (0, 1]")
+    limit = MinhashConfig().max_cluster if max_cluster is None else max_cluster
+    if runner == "dask":
+        if method == "embedding":
+            raise InputError(
+                "--runner dask: embedding dedup runs on one machine (--runner local); exact and minhash scale out"
+            )
+        return _dedup_on_dask(
+            input,
+            output,
+            clusters,
+            removed,
+            method,
+            threshold or 0.8,
+            text_column,
+            id_column,
+            num_perm,
+            shingle_size,
+            mode,
+            workers,
+            memory_limit,
+            dask_address,
+            partition_rows,
+            limit or None,
+            work_dir,
+        )
     df = read_input(input, id_column, [text_column])
     if method == "exact":
         res = exact_dedup(df, text_column, id_column)
@@ -185,7 +241,110 @@ def dedup(
         res = minhash_dedup(df, threshold or 0.8, num_perm, shingle_size, text_column, id_column, mode=mode)
     else:
         res = embedding_dedup(df, threshold or 0.95, text_column, id_column)
-    finish(res, output, removed, clusters=clusters)
+    report = from_clusters(res.clusters)
+    report.check(limit or None, res.count.step)
+    for path, frame in ((output, res.kept), (clusters, res.clusters), (removed, res.removed)):
+        if path is not None:
+            write(frame, path if path.suffix else _one_part(path))
+    c = res.count
+    console.print(
+        f"[bold]{c.step}[/]: {c.rows_in} in, {c.rows_out} kept, {c.removed} removed ({c.reason}) -> {output}",
+        highlight=False,
+    )
+    for line in report.lines():
+        console.print(line, highlight=False)
+
+
+def _one_part(folder: Path) -> Path:
+    """A folder output of the one-process runner: one part, as the Dask runner's folders hold several."""
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{folder}: exists and is not a folder (give a .parquet or .jsonl name for a file)")
+    for stale in folder.glob("part-*.parquet"):  # an earlier run's parts would be read with this one's
+        stale.unlink()
+    return folder / "part-00000.parquet"
+
+
+def _dedup_on_dask(
+    input: Path,
+    output: Path,
+    clusters: Path,
+    removed: Path | None,
+    method: str,
+    threshold: float,
+    text_column: str,
+    id_column: str,
+    num_perm: int,
+    shingle_size: int,
+    mode: str,
+    workers: int,
+    memory_limit: str | None,
+    dask_address: str | None,
+    partition_rows: int,
+    max_cluster: int | None,
+    work_dir: Path | None,
+) -> None:
+    """`m1 curate dedup --runner dask`: the engine of flows/curate/scale on a local or existing cluster."""
+    # heavy: dask, distributed, polars; not at m1 start-up
+    import shutil
+    import tempfile
+
+    from flows.curate.scale.engine import Engine, Outputs, configured, dask_client
+    from flows.curate.scale.sources import plan
+    from flows.progress import bars, rich_progress
+
+    source = plan(input, partition_rows)
+    if not source.parts:
+        raise InputError(f"{input}: no rows")
+    if dask_address and (workers != 2 or memory_limit):
+        console.print(
+            "--workers and --memory-limit are ignored with --dask-address (the cluster has its own)"
+        )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".m1-dedup-", dir=work_dir or output.parent))
+    try:
+        with configured(), dask_client(workers, memory_limit, dask_address, str(work / "dask")) as client:
+            console.print(
+                f"{input}: {source.rows:,} rows in {len(source.parts)} partitions; Dask dashboard: "
+                f"{client.dashboard_link}",
+                highlight=False,
+            )
+            with bars(console) as progress:
+                engine = Engine(client, work, progress=lambda name: rich_progress(progress, name))
+                out = Outputs(output, clusters, removed)
+                if method == "exact":
+                    res = engine.exact(
+                        source, out, text_column=text_column, id_column=id_column, max_cluster=max_cluster
+                    )
+                else:
+                    res = engine.minhash(
+                        source,
+                        out,
+                        text_column=text_column,
+                        id_column=id_column,
+                        threshold=threshold,
+                        num_perm=num_perm,
+                        shingle_size=shingle_size,
+                        mode=mode,
+                        max_cluster=max_cluster,
+                    )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if res.ids_filled:
+        console.print(
+            f"{input}: assigned ids to {res.ids_filled} rows ({source.stem}-000000...)", highlight=False
+        )
+    console.print(
+        f"[bold]{res.step}[/]: {res.rows} in, {res.kept} kept, {res.removed} removed ({res.summary}) -> {output}",
+        highlight=False,
+    )
+    console.print(
+        "stages: "
+        + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in res.stages)
+        + (f"; {res.rounds} components rounds" if res.rounds else ""),
+        highlight=False,
+    )
+    for line in res.report.lines():
+        console.print(line, highlight=False)
 
 
 @app.command("decontaminate")
@@ -311,7 +470,8 @@ def run(
     set_: SetOpt = None,
     runner: Annotated[str | None, typer.Option(help="local or dask (overrides runner.kind).")] = None,
 ) -> None:
-    """The whole curation flow into the dataset store (a Prefect flow run with cached steps)."""
+    """The whole curation flow into the dataset store (a Prefect flow run with cached steps); nothing
+    runs when the curated dataset was built from the same settings and files before."""
     # heavy: prefect, polars; not at m1 start-up
     from flows.config import load_config
     from flows.curate.flow import curate_flow, preflight
@@ -334,7 +494,19 @@ def run(
             source["mapping"], source["inferred"], source.get("preset"), source.get("detected", False)
         )
         console.print(f"{source['path']}: columns {cols}", highlight=False)
+    store = DatasetStore(cfg.home).root
+    if out["reused"]:
+        console.print(
+            f"unchanged: built from the same inputs before (built because: {out['built_because']}); nothing "
+            f"ran; store: {store}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     cached = sum(state == "Cached" for _, state in out["tasks"])
     console.print(
-        f"{cached} of {len(out['tasks'])} tasks resumed from cache; store: {DatasetStore(cfg.home).root}"
+        f"built because: {out['built_because']}; {cached} of {len(out['tasks'])} tasks resumed from cache; "
+        f"store: {store}",
+        highlight=False,
+        soft_wrap=True,
     )

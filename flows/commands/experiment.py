@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from flows.errors import InputError
+from flows.logs import run_flow
 from flows.progress import bars
 
 app = typer.Typer(no_args_is_help=True)
@@ -84,7 +85,8 @@ def algorithms(
         # heavy: prefect; not at m1 start-up
         from flows.experiments.flow import algorithms_flow
 
-        path = algorithms_flow(
+        path = run_flow(
+            algorithms_flow,
             str(output),
             quick=quick,
             run=run,

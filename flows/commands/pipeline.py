@@ -26,9 +26,18 @@ def run(
     runner: Annotated[
         str | None, typer.Option(help="local or dask: where the data subflows' tasks run (runner.kind).")
     ] = None,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            "--dry-run",
+            help="Print what would be built, trained, evaluated or reused, and why; run nothing.",
+        ),
+    ] = False,
 ) -> None:
     """Run the whole DAG as one Prefect flow of subflows: curate -> logic, code, SWE and general tasks
-    -> SFT warm start -> pass-rate filter -> every curriculum stage -> evaluation -> report."""
+    -> SFT warm start -> pass-rate filter -> every curriculum stage -> evaluation -> report. What was
+    built from the same inputs before is reused, so an unchanged rerun builds and trains nothing."""
     # heavy: torch, transformers, prefect; not at m1 start-up
     from flows.config import load_config
     from flows.curate.ingest import describe_mapping
@@ -36,17 +45,27 @@ def run(
     from flows.pipeline import pipeline, preflight
 
     cfg = load_config(config, list(set_ or []) + ([f"runner.kind={runner}"] if runner else []))
+    if plan:
+        print_plan(cfg)
+        return
     preflight(cfg)  # bad inputs fail here, before anything is written
-    curriculum, _ = active_curriculum(cfg)
+    curriculum, _ = active_curriculum(cfg, builds_curated=True)
     with training_progress({"sft": cfg.train.sft_steps} | {s.name: s.steps for s in curriculum.stages}):
         state = run_flow(pipeline, cfg, return_state=True)
         result = state.result()  # the flow's own exception, if it failed
     console = Console()
     table = Table(title=f"m1 run {cfg.name}", title_justify="left")
-    for col in ("subflow", "dataset", "rows in", "rows out", "quarantined"):
+    for col in ("subflow", "dataset", "rows in", "rows out", "quarantined", "this run"):
         table.add_column(col, justify="right" if col.startswith(("rows", "quar")) else "left")
     for s in result["subflows"]:
-        table.add_row(s["flow"], s["dataset"], str(s["rows in"]), str(s["rows out"]), str(s["quarantined"]))
+        table.add_row(
+            s["flow"],
+            s["dataset"],
+            str(s["rows in"]),
+            str(s["rows out"]),
+            str(s["quarantined"]),
+            s["this run"],
+        )
     console.print(table)
     for source in result["source_columns"]:
         console.print(
@@ -59,10 +78,43 @@ def run(
         )
     for note in result["notes"]:
         console.print(f"[dim]{note}[/]")
+    console.print(this_run(result), highlight=False, soft_wrap=True)
     for line in result["heldout"]:  # "gain on math: 12/100 -> 20/100 (...)", "no gain on logic: ..."
         console.print(f"held-out {line}", highlight=False, soft_wrap=True)
     console.print(f"report: {result['report']}", highlight=False)
     console.print(ui_hint(state.state_details.flow_run_id, cfg.name), highlight=False, soft_wrap=True)
+
+
+def this_run(result: dict) -> str:
+    """One line: what this run built and trained, and what it reused as it was."""
+    built = [s["dataset"] for s in result["subflows"] if s["this run"] == "built"]
+    trained = [s["stage"] for s in result["stages"] if not s.get("reused")]
+    reused = sum(s["this run"] == "reused" for s in result["subflows"]) + sum(
+        bool(s.get("reused")) for s in result["stages"]
+    )
+    if not built and not trained:
+        return f"this run: nothing built or trained ({reused} things reused: their inputs are unchanged)"
+    return (
+        f"this run: built {', '.join(built) or 'no dataset'}; trained {', '.join(trained) or 'no stage'}; "
+        f"{reused} things reused"
+    )
+
+
+def print_plan(cfg) -> None:
+    """`m1 run --plan`: a table of what would run and why (flows/run_plan.py)."""
+    # heavy: torch, transformers, polars; not at m1 start-up
+    from flows.run_plan import run_plan
+
+    table = Table(title=f"m1 run {cfg.name}: plan (nothing runs)", title_justify="left")
+    for col in ("thing", "action", "why"):
+        table.add_column(col)
+    colour = {"reuse": "green", "skip": "dim", "maybe": "yellow"}
+    for step in run_plan(cfg):
+        action = (
+            f"[{colour[step.action]}]{step.action}[/]" if step.action in colour else f"[bold]{step.action}[/]"
+        )
+        table.add_row(step.thing, action, step.why)
+    Console().print(table, soft_wrap=True)
 
 
 def ui_hint(flow_run_id, name: str) -> str:

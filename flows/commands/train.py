@@ -93,12 +93,65 @@ def stage(
     cfg = _config(config, set_, curriculum, nproc)
     cur, _ = active_curriculum(cfg)
     steps = cur.stages[cur.index(name)].steps  # an unknown stage fails here, before any work
+    for line in stage_announcement(cfg, name, restart):  # what will be rebuilt, before it starts
+        console.print(line, highlight=False, soft_wrap=True)
     # heavy: torch, transformers, prefect; not at m1 start-up
     from flows.train import train_stage  # torch, prefect: only once there is work to do
 
     with training_progress({"sft": cfg.train.sft_steps, name: steps}):
         result = run_flow(train_stage, name, cfg, restart=restart)
     _summary([result])
+
+
+def stage_announcement(cfg, name: str, restart: bool) -> list[str]:
+    """What `m1 train stage NAME` is about to do and why: rebuild the base first (and why), retrain the
+    stage (its checkpoints discarded, and why) or resume it, or reuse it as it is; and the later stages
+    it turns stale."""
+    # heavy: torch, transformers, polars; not at m1 start-up
+    from flows.curriculum.layout import stage_paths
+    from flows.curriculum.mixture import run_data
+    from flows.curriculum.plan import active_curriculum, base_state, plan
+    from flows.errors import InputError
+    from flows.store import DatasetStore
+
+    cur, _ = active_curriculum(cfg)
+    store = DatasetStore(cfg.home)
+    try:
+        data = run_data(cfg, cur, store)
+    except InputError:  # datasets the stage flow builds first (it says so)
+        return [f"stage {name}: its datasets are built first, then it trains from its start"]
+    entries = plan(cfg, cur, data.refs, store)
+    index = cur.index(name)
+    entry, lines = entries[index], []
+    if entry.start == "base":
+        _, state, why = base_state(cfg, data.refs, store)
+        if state != "done":
+            lines.append(
+                f"the base model is rebuilt first ({why}): tokenizer and {cfg.train.sft_steps} SFT steps"
+            )
+    checkpoints = stage_paths(cfg, name).checkpoints
+    saved = len(list(checkpoints.glob("step-*"))) if checkpoints.is_dir() else 0
+    if restart:
+        lines.append(
+            f"stage {name}: --restart: its {saved} step checkpoint(s) and final model are discarded, and it "
+            f"trains {cur.stages[index].steps} steps from its start"
+        )
+    elif entry.state == "done":
+        lines.append(f"stage {name}: done and unchanged: reused (--restart trains it again)")
+    elif entry.state == "stale":
+        lines.append(
+            f"stage {name}: retrained from its start, {saved} step checkpoint(s) discarded ({entry.reason})"
+        )
+    else:
+        lines.append(
+            f"stage {name}: {'resumes from its last checkpoint' if saved else 'trains from its start'}"
+        )
+    turned = [e.name for e in entries[index + 1 :] if e.state == "done"]
+    if turned and (restart or entry.state != "done"):
+        lines.append(f"stale afterwards (their start is replaced): {', '.join(turned)}")
+    if stale := [e.name for e in entries[index + 1 :] if e.state != "done"]:
+        lines.append(f"still to rerun after it (`m1 train curriculum` reruns them): {', '.join(stale)}")
+    return lines
 
 
 @app.command("curriculum")
@@ -136,7 +189,7 @@ def list_stages(
     cfg = _config(config, set_, curriculum)
     rows = stage_table(cfg)
     if json_:
-        keys = ("stage", "mixture", "window", "steps", "start", "done", "state")
+        keys = ("stage", "mixture", "window", "steps", "start", "done", "state", "reason")
         print(json.dumps([{k: r[k] for k in keys} for r in rows], indent=2))
         return
     # heavy: torch, transformers, math_verify; not at m1 start-up
@@ -144,7 +197,7 @@ def list_stages(
 
     cur, notes = active_curriculum(cfg)
     table = Table(title=f"curriculum {cur.name}: {cur.description}", title_justify="left")
-    for col in ("#", "stage", "mixture", "new tokens", "steps", "overrides", "starts from", "state"):
+    for col in ("#", "stage", "mixture", "new tokens", "steps", "overrides", "starts from", "state", "why"):
         table.add_column(col)
     for i, r in enumerate(rows):
         lo, hi = r["window"]
@@ -158,6 +211,7 @@ def list_stages(
             ", ".join(f"{k}={v}" for k, v in r["overrides"].items()),
             "base (SFT warm start)" if r["start"] == "base" else r["start"],
             {"done": "done", "stale": "[yellow]stale[/]"}.get(r["state"], r["state"]),
+            r["reason"],
         )
     console.print(table)
     console.print(f"datasets: {', '.join(cur.dataset_names(cfg.name))}")

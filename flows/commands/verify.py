@@ -4,7 +4,14 @@
 ``reward`` (float) and ``details`` (object). No row is lost: a row the verifier cannot handle, and a
 line that is not a JSON object, get reward 0 and an ``error`` detail. ``--map field=column`` lets the
 verifier read a field from a column of another name (``--map reference=final_answer``); the output
-rows stay as they came. When every row failed for the same reason, the last line says so.
+rows stay as they came.
+
+A row *fails* when its details carry an ``error`` (an unreadable line, a field the verifier needs is
+missing, a response its verifier cannot parse). Some rows failing is a batch's normal life: the exit
+code is 0 and the last line says how many failed and the commonest reason. No row scored means the
+file as a whole was read wrongly (a column not mapped, the wrong verifier): the output is still written
+(each row with its error), and the command exits 2 with one line naming how many failed and the
+commonest reason. An input with no rows is an error and writes nothing.
 """
 
 from __future__ import annotations
@@ -117,13 +124,16 @@ def mapped(row: dict[str, Any], mapping: dict[str, str]) -> tuple[dict[str, Any]
     return {**row, **{field: row[column] for field, column in mapping.items()}}, None
 
 
-def same_failure(stats: dict[str, Any], mapping: dict[str, str]) -> str | None:
-    """One line when every row failed for the same reason, with the `--map` that may fix it."""
+def failures(stats: dict[str, Any], mapping: dict[str, str]) -> str | None:
+    """How many rows failed and the commonest reason, with the `--map` that may fix it when the reason
+    names a field; None when no row failed."""
     reasons: Counter = stats["reasons"]
-    if not stats["rows"] or stats["errors"] < stats["rows"] or len(reasons) != 1:
+    if not stats["errors"]:
         return None
-    (reason,) = reasons
-    line = f"every row failed the same way: {reason}"
+    reason, count = reasons.most_common(1)[0]
+    rows, failed = stats["rows"], stats["errors"]
+    head = f"no row scored: all {rows} failed" if failed == rows else f"{failed} of {rows} rows failed"
+    line = f"{head}; commonest reason ({count} row{'s' * (count != 1)}): {reason}"
     field = re.search(r"`(\w+)`", reason)
     if field and field.group(1) not in mapping:
         columns = ", ".join(sorted(stats["columns"])) or "none"
@@ -169,7 +179,12 @@ def score_file(
                 json.dumps({**row, "reward": reward.reward, "details": reward.details}, default=str) + "\n"
             )
 
-    total = _count_lines(source)
+    try:
+        total = _count_lines(source)
+    except OSError as exc:  # no permission, an I/O error: the file exists but cannot be read
+        raise InputError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+    if not total:
+        raise InputError(f"{source}: no rows to score (the file is empty)")
     with (
         atomic_path(target) as tmp,
         tmp.open("w", encoding="utf-8") as out,
@@ -277,7 +292,9 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        """Score every row of a JSONL file; the batch never aborts on a bad row.
+        """Score every row of a JSONL file; the batch never aborts on a bad row. Rows that fail (their
+        details carry an `error`) are counted with their commonest reason; when no row scored, the
+        command exits 2 (the output is written all the same, each row with its error).
 
         Each row holds `response` and the fields its verifier reads, at the top level or in `metadata`.
         code: `tests` (stdin/stdout `{input, output}`, or `{args, kwargs, expected}` with `fn_name`),
@@ -301,11 +318,14 @@ def register(app: typer.Typer) -> None:
             close = getattr(scorer, "close", None)
             if callable(close):
                 close()
-        mean = stats["reward_sum"] / stats["rows"] if stats["rows"] else 0.0
+        failed = failures(stats, mapping)
+        if stats["errors"] == stats["rows"]:  # nothing in the output is a judgement: the file was misread
+            raise InputError(f"{input}: {failed}; each row's error is in {output}")
+        mean = stats["reward_sum"] / stats["rows"]
         console.print(
             f"[bold]{output}[/]: {stats['rows']} rows, mean reward {mean:.4f}, "
             f"{stats['errors']} with errors ({stats['bad_lines']} unreadable lines)",
             highlight=False,
         )
-        if line := same_failure(stats, mapping):
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        if failed:
+            console.print(failed, highlight=False, markup=False, soft_wrap=True)

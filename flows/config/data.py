@@ -109,6 +109,9 @@ class MinhashConfig(Section):
     num_perm: int = Field(128, ge=16)
     shingle_size: int = Field(5, ge=1, description="word n-gram size of the shingles")
     mode: Literal["fast", "compat"] = Field("fast", description="compat: datasketch-identical signatures")
+    max_cluster: int = Field(
+        10_000, ge=0, description="a cluster of more rows fails the step, naming it (0: no limit)"
+    )
 
 
 class EmbeddingConfig(Section):

@@ -129,6 +129,12 @@ class TrainConfig(Section):
     checkpoint_every: int = Field(
         1, ge=0, description="save a resumable checkpoint every N RL steps (0: stage end)"
     )
+    keep_checkpoints: int = Field(
+        2,
+        ge=1,
+        description="step checkpoints a stage keeps as it goes, the newest (older ones are deleted once a "
+        "newer one is complete)",
+    )
     # M1 section 3.2 stops a response after 3000 tokens in a row each above p 0.99: a degenerate loop deep
     # in a 40K-80K window. Scaled down to the tiny windows (6 tokens) it stopped every confident answer
     # ("<answer>2</answer>" is 8 tokens above 0.99 once learnt): RL then scored sharpening as failure and

@@ -19,35 +19,54 @@ from flows.curate.text import normalized
 from flows.schema import require_columns
 
 
-def _clusters(df: pl.DataFrame, id_column: str, rep: np.ndarray, similarity: np.ndarray) -> pl.DataFrame:
-    ids = df[id_column]
-    return pl.DataFrame(
-        {
-            "id": ids,
-            "cluster": ids.gather(rep),
-            "kept": rep == np.arange(df.height),
-            "similarity": similarity,
-        }
-    )
-
-
-def _result(
+def labelled(
     df: pl.DataFrame,
     id_column: str,
-    rep: np.ndarray,
+    cluster: pl.Series,
+    kept: np.ndarray,
     similarity: np.ndarray,
     step: str,
     summary: str,
     what: str,
     measure: str,
 ) -> StepResult:
-    clusters = _clusters(df, id_column, rep, similarity)
+    """The step's result from each row's cluster (the id of its cluster's kept row), whether it is that
+    row, and its similarity to it: the one place that words a dedup step's clusters and reasons (the
+    one-process steps below, and the distributed engine per partition)."""
+    clusters = pl.DataFrame({"id": df[id_column], "cluster": cluster, "kept": kept, "similarity": similarity})
     reason = clusters.select(
         pl.when(pl.col("kept"))
         .then(None)
         .otherwise(pl.format(f"{what} of {{}} ({measure} {{}})", "cluster", pl.col("similarity").round(3)))
     ).to_series()
     return split_by_reason(df, reason, step, summary, clusters=clusters)
+
+
+def _result(
+    df: pl.DataFrame, id_column: str, rep: np.ndarray, similarity: np.ndarray, wording: tuple
+) -> StepResult:
+    """`labelled` from each row's representative position (`wording`: step, summary, what, measure)."""
+    kept = rep == np.arange(df.height)
+    return labelled(df, id_column, df[id_column].gather(rep), kept, similarity, *wording)
+
+
+EXACT = (
+    "exact-dedup",
+    "same text after normalisation (NFKC, case, whitespace)",
+    "exact duplicate",
+    "normalised",
+)
+
+
+def minhash_wording(threshold: float, num_perm: int, shingle_size: int) -> tuple[str, str, str, str]:
+    """MinHash dedup's step name, summary and reason words (`labelled`'s last four arguments)."""
+    return (
+        "minhash-dedup",
+        f"near-duplicates: word {shingle_size}-gram Jaccard >= {threshold} "
+        f"(MinHash LSH, {num_perm} permutations)",
+        "near-duplicate",
+        "jaccard",
+    )
 
 
 def exact_dedup(df: pl.DataFrame, text_column: str = "prompt", id_column: str = "id") -> StepResult:
@@ -61,16 +80,7 @@ def exact_dedup(df: pl.DataFrame, text_column: str = "prompt", id_column: str = 
     first = pl.DataFrame({"k": key, "i": idx}).select(pl.col("i").first().over("k"))["i"].to_numpy()
     empty = (key.is_null() | (key == "")).to_numpy()
     rep = np.where(empty, np.arange(df.height), first)
-    return _result(
-        df,
-        id_column,
-        rep,
-        np.ones(df.height),
-        "exact-dedup",
-        "same text after normalisation (NFKC, case, whitespace)",
-        "exact duplicate",
-        "normalised",
-    )
+    return _result(df, id_column, rep, np.ones(df.height), EXACT)
 
 
 def minhash_dedup(
@@ -104,17 +114,7 @@ def minhash_dedup(
     moved = np.flatnonzero(rep != np.arange(df.height))
     if len(moved):
         similarity[moved] = jaccard(nd.shingles, np.stack([rep[moved], moved], axis=1))
-    return _result(
-        df,
-        id_column,
-        rep,
-        similarity,
-        "minhash-dedup",
-        f"near-duplicates: word {shingle_size}-gram Jaccard >= {threshold} "
-        f"(MinHash LSH, {num_perm} permutations)",
-        "near-duplicate",
-        "jaccard",
-    )
+    return _result(df, id_column, rep, similarity, minhash_wording(threshold, num_perm, shingle_size))
 
 
 def embedding_dedup(
@@ -138,16 +138,13 @@ def embedding_dedup(
     moved = np.flatnonzero(rep != np.arange(df.height))
     similarity = np.ones(df.height)
     similarity[moved] = np.einsum("ij,ij->i", vectors[moved], vectors[rep[moved]])
-    return _result(
-        df,
-        id_column,
-        rep,
-        similarity,
+    wording = (
         "embedding-dedup",
         f"semantic duplicates: embedding cosine >= {threshold}",
         "semantic duplicate",
         "cosine",
     )
+    return _result(df, id_column, rep, similarity, wording)
 
 
 def separate_from(

@@ -32,9 +32,10 @@ from flows.artifacts import artifact_key
 from flows.config import DataConfig, PipelineConfig, SourceConfig
 from flows.curate import guard
 from flows.curate.guard import Span, reason_kind
-from flows.curate.ingest import ALIASES, Ingested, load_items, read_benchmark, read_table
+from flows.curate.ingest import Ingested, check_source, load_items, read_benchmark, read_table
 from flows.curate.result import StepResult
-from flows.curate.step_tasks import map_reduce, mapped
+from flows.curate.scale.report import from_clusters
+from flows.curate.step_tasks import inline, map_reduce, mapped
 from flows.curate.steps import (
     AnswerCheck,
     Clean,
@@ -42,13 +43,15 @@ from flows.curate.steps import (
     EmbeddingDedup,
     ExactDedup,
     MinhashDedup,
+    MinhashDedupOnDask,
     PassRate,
     SeparateSFT,
 )
 from flows.curate.text import normalized
 from flows.data.synthetic_math import generate_for, load_benchmark
 from flows.datasets import CURATED, dataset_name
-from flows.errors import ConfigError, InputError
+from flows.errors import ConfigError
+from flows.lineage import RELEASE, config_inputs, file_digest, reuse_or_build
 from flows.runner import CACHED, ROW, Tasks, fingerprint, on_runner
 from flows.schema import ITEM_COLUMNS, QUARANTINE_REASON, validate_items
 from flows.store import DatasetStore
@@ -86,32 +89,6 @@ def read_source(spec: SourceConfig) -> Ingested:
     )
 
 
-def check_source(spec: SourceConfig, got: Ingested, max_share: float) -> Span:
-    """A source that yields no item, or whose rows ingest quarantined beyond `max_share`, or whose math
-    items all lack a reference (its answer column was not found), is an InputError naming the file."""
-    if got.items.height == 0:
-        first = got.quarantined[QUARANTINE_REASON][0] if got.quarantined.height else "the file is empty"
-        raise InputError(
-            f"{spec.path}: no valid items ({got.quarantined.height} rows quarantined; first: {first})"
-        )
-    span = Span(spec.path, 0, got.rows_read, got.columns, got.mapping)
-    guard.check(span, "ingest", got.rows_read, got.quarantined[QUARANTINE_REASON].to_list(), max_share)
-    math = got.items.filter(pl.col("domain") == "math")
-    if math.height and math["reference"].fill_null("").str.strip_chars().eq("").all():
-        column = got.mapping.get("reference")
-        why = (
-            f"every reference (column {column!r}) is empty"
-            if column
-            else f"no reference column (looked for {', '.join(ALIASES['reference'])})"
-        )
-        raise InputError(
-            f'{spec.path}: {why}; map the answer column, e.g. mapping = {{ reference = "COLUMN" }} under '
-            f"[[curate.sources]] (--map reference=COLUMN with `m1 curate ingest`); "
-            f"columns: {', '.join(got.columns)}"
-        )
-    return span
-
-
 def preflight(config: PipelineConfig, pass_rate: bool = True) -> None:
     """Read curation's inputs once, so that a bad file, mapping or setting fails in the first seconds
     with one line, before the Prefect server starts or anything is written: every source (as
@@ -119,7 +96,7 @@ def preflight(config: PipelineConfig, pass_rate: bool = True) -> None:
     same again (deployments start it without this)."""
     c = config.curate
     for spec in sources(config):
-        check_source(spec, read_source(spec), c.max_removed_share)
+        check_source(read_source(spec), spec.path, c.max_removed_share)
     benchmarks(config.data)
     if c.sft_path:
         read_table(c.sft_path, strict=True)
@@ -133,17 +110,35 @@ PASS_RATE_POLICY = (
 )
 
 
+def curation_inputs(config: PipelineConfig, pass_rate: bool = True) -> dict:
+    """What the curated dataset is built from (flows/lineage.py): the settings curation reads, and its
+    source, benchmark and SFT files by content."""
+    cache = DatasetStore(config.home).root / "cache"
+    paths = [s.path for s in sources(config)] + [b.path for b in config.data.benchmarks]
+    paths += [config.curate.sft_path] if config.curate.sft_path else []
+    settings = config_inputs("curated", config)
+    if pass_rate and config.curate.pass_rate.enabled:  # filtered here too (`m1 curate run`)
+        settings |= config_inputs("pass-rate", config)
+    return {"config": settings, "files": {p: file_digest(p, cache) for p in paths}, "release": RELEASE}
+
+
 @flow(name="m1-curate", flow_run_name="{config.name}-curate", log_prints=True)
 def curate_flow(config: PipelineConfig = PipelineConfig(), pass_rate: bool = True) -> dict:  # noqa: B008
-    """Curate RL items into the dataset store; returns the curated dataset's manifest (as a dict) and
-    the final state of every task run.
+    """Curate RL items into the dataset store; returns the curated dataset's manifest (as a dict), why
+    it was built (``built_because``), whether this run reused it, and the final state of every task run.
 
-    The steps run as a subflow on the configured task runner (local threads, or Dask through
-    prefect-dask), with task results persisted in the store's cache folder; both settings travel with
-    the tasks to Dask workers. Deployments run this flow as it is. ``pass_rate=False`` leaves pass-rate
-    filtering to a later `pass_rate_flow` (the DAG filters with its own SFT model).
+    Nothing runs when the curated dataset's latest build was made from the same inputs (settings and
+    files by content): its recorded result is returned. Otherwise the steps run as a subflow on the
+    configured task runner (local threads, or Dask through prefect-dask), with task results persisted in
+    the store's cache folder; both settings travel with the tasks to Dask workers. Deployments run this
+    flow as it is. ``pass_rate=False`` leaves pass-rate filtering to a later `pass_rate_flow` (the DAG
+    filters with its own SFT model).
     """
-    return on_runner(curate_steps, config.runner, DatasetStore(config.home).root)(config, pass_rate)
+    store = DatasetStore(config.home)
+    build = lambda: on_runner(curate_steps, config.runner, store.root)(config, pass_rate)  # noqa: E731
+    name = dataset_name(config.name, CURATED)
+    inputs = curation_inputs(config, pass_rate)
+    return reuse_or_build(store, name, curate_flow.name, inputs, build, get_run_logger())
 
 
 @flow(name="m1-curate-steps", flow_run_name="{config.name}-curate-steps", log_prints=True)
@@ -161,7 +156,7 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
         if spec is None:
             span = Span("the bundled generator", 0, got.items.height)
         else:
-            span = check_source(spec, got, c.max_removed_share)
+            span = check_source(got, spec.path, c.max_removed_share)
         spans.append(Span(span.label, start, start + got.items.height, span.columns, span.mapping))
         start += got.items.height
     items = pl.concat([i.items for i in inputs], how="vertical_relaxed").with_row_index(ROW)
@@ -199,7 +194,11 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
     if c.clean.enabled:
         df = record(mapped(tasks, Clean(c.clean), df, n))
     df = record(mapped(tasks, ExactDedup(), df, n, by=normalized(pl.col("prompt"))))
-    df = record(map_reduce(tasks, MinhashDedup(c.minhash), df, n))
+    if config.runner.kind == "dask":  # every stage on the workers (flows/curate/scale)
+        scratch = str(store.root / "scratch" / f"{config.name}-minhash")
+        df = record(inline(tasks, MinhashDedupOnDask(c.minhash, n, scratch), df))
+    else:
+        df = record(map_reduce(tasks, MinhashDedup(c.minhash), df, n))
     if c.embedding.enabled:
         df = record(map_reduce(tasks, EmbeddingDedup(c.embedding.threshold), df, n))
     if c.sft_path:
@@ -212,7 +211,17 @@ def curate_steps(config: PipelineConfig, pass_rate: bool = True) -> dict:
         step = PassRate(c.pass_rate, None, c.pass_rate.policy.model_dump_json(), {}, config.plugin_dirs)
         df = record(mapped(tasks, step, df, n), guarded=False)  # kept share: the policy's
 
-    manifest = write_outputs(store, config, items, df, quarantine, results, mappings)
+    per_source = [
+        {
+            "source": span.label,
+            "rows read": got.rows_read,
+            "quarantined at ingest": got.quarantined.height,
+            "rows in": span.hi - span.lo,
+            "rows out": int(span.mask(df[ROW]).sum()),
+        }
+        for span, got in zip(spans, inputs, strict=True)
+    ]
+    manifest = write_outputs(store, config, items, df, quarantine, results, mappings, per_source)
     logger.info("%d of %d tasks resumed from cache", tasks.cached, len(tasks.states))
     report(manifest.ref, results, quarantine, tasks.states)
     return {"manifest": json.loads(manifest.to_json()), "tasks": tasks.states}
@@ -233,6 +242,7 @@ def write_outputs(
     quarantine: pl.DataFrame,
     results: list[StepResult],
     mappings: list[dict] | None = None,
+    per_source: list[dict] | None = None,
 ):
     """Evidence first, the curated dataset last (the commit point, naming the evidence as parents)."""
     name = dataset_name(config.name, CURATED)
@@ -240,6 +250,8 @@ def write_outputs(
     params = config.data.model_dump(exclude=unused) | config.curate.model_dump(mode="json")
     if mappings:
         params["source_columns"] = mappings  # how each source's columns were read, inferred ones marked
+    if per_source:
+        params["per_source"] = per_source  # rows read, quarantined at ingest, in and out, per source
     evidence = {
         "clusters": [
             r.clusters.with_columns(pl.lit(r.count.step).alias("step"))
@@ -298,39 +310,82 @@ def report(
         if r.removed.height:
             kinds = Counter(reason_kind(why or "") for why in r.removed[QUARANTINE_REASON].to_list())
             lines += [f"- {kind}: {count}" for kind, count in kinds.most_common(5)]
+        if r.clusters is not None and r.count.step.endswith("dedup"):
+            lines += [f"- {line.strip()}" for line in from_clusters(r.clusters).lines()]
         lines.append("")
     create_markdown_artifact("\n".join(lines), key="curation-report", description=f"Curation of {ref}")
+
+
+def filter_source(store: DatasetStore, name: str) -> str:
+    """The version the pass-rate filter reads: the latest one a producer wrote (not one it filtered)."""
+    latest = store.manifest(name)
+    return latest.params.get("filtered_from", latest.ref)
+
+
+def pass_rate_inputs(config: PipelineConfig, source: str, policy_id: str) -> dict:
+    name, version = source.rsplit("@v", 1)
+    return {
+        "config": config_inputs("pass-rate", config),
+        "datasets": {name: int(version)},
+        "policy": policy_id,
+        "release": RELEASE,
+    }
+
+
+def policy_identity(c, default_policy: str | None) -> str:
+    """What samples the pass rates: the configured policy's settings, or the default checkpoint's id."""
+    # heavy: torch, transformers
+    from m1model.policy import checkpoint_id  # torch: only where a checkpoint samples
+
+    return c.policy.model_dump_json() if c.policy.configured else checkpoint_id(Path(default_policy or ""))
 
 
 @flow(name="m1-pass-rate", flow_run_name="{config.name}-pass-rate", log_prints=True)
 def pass_rate_flow(config: PipelineConfig, datasets: list[str], default_policy: str | None = None) -> dict:
     """Section 4.1's pass-rate filter over datasets already in the store: each gets a new version keeping
     the items with low < pass rate < high, the rest in its quarantine, and `filtered_from` naming the
-    version it filtered. The policy is `curate.pass_rate.policy`, else ``default_policy`` (a checkpoint:
-    in `m1 run`, the SFT warm start)."""
-    return on_runner(pass_rate_steps, config.runner, DatasetStore(config.home).root)(
-        config, datasets, default_policy
-    )
+    version it filtered (the latest one its producer wrote). The policy is `curate.pass_rate.policy`,
+    else ``default_policy`` (a checkpoint: in `m1 run`, the SFT warm start). Nothing runs for a dataset
+    whose filtered version was made from the same inputs (source version, policy, settings)."""
+    store, logger = DatasetStore(config.home), get_run_logger()
+    policy_id = policy_identity(config.curate.pass_rate, default_policy)
+    inputs = {name: pass_rate_inputs(config, filter_source(store, name), policy_id) for name in datasets}
+    todo = [name for name in datasets if store.reusable(name, "m1-pass-rate", inputs[name]) is None]
+    out: dict = {"manifests": {}, "tasks": []}
+    if todo:
+        for name in todo:
+            logger.info("%s: filtering (%s)", name, store.why_rebuilt(name, "m1-pass-rate", inputs[name]))
+        out = on_runner(pass_rate_steps, config.runner, store.root)(config, todo, default_policy, policy_id)
+        for name in todo:
+            manifest = out["manifests"][name]
+            store.record_built(
+                name, "m1-pass-rate", manifest["version"], inputs[name], {"manifest": manifest}
+            )
+    for name in datasets:
+        record = store.reusable(name, "m1-pass-rate", inputs[name])
+        store.make_latest(name, record["version"])
+        if name not in todo:
+            logger.info("%s@v%d: filtered from the same inputs before: reused", name, record["version"])
+        out["manifests"][name] = record["result"]["manifest"]
+    out["manifests"] = {name: out["manifests"][name] for name in datasets}
+    return out
 
 
 @flow(name="m1-pass-rate-steps", flow_run_name="{config.name}-pass-rate-steps", log_prints=True)
-def pass_rate_steps(config: PipelineConfig, datasets: list[str], default_policy: str | None) -> dict:
-    # heavy: torch, transformers
-    from m1model.policy import checkpoint_id  # torch: only where a checkpoint samples
-
+def pass_rate_steps(
+    config: PipelineConfig, datasets: list[str], default_policy: str | None, policy_id: str
+) -> dict:
     c = config.curate.pass_rate
     store = DatasetStore(config.home)
     tasks = Tasks()
-    policy_id = (
-        c.policy.model_dump_json() if c.policy.configured else checkpoint_id(Path(default_policy or ""))
-    )
     out = {}
     for name in datasets:
-        before = store.manifest(name)
-        df = store.read(name).with_row_index(ROW)
+        source = filter_source(store, name)
+        before = store.manifest(*_ref(source))
+        df = store.read(*_ref(source)).with_row_index(ROW)
         step = PassRate(c, default_policy, policy_id, DEFAULT_VERIFIERS, config.plugin_dirs)
         res = mapped(tasks, step, df, config.runner.shards)
-        old_quarantine = store.quarantine(name)
+        old_quarantine = store.quarantine(*_ref(source))
         removed = res.removed.drop(ROW).with_columns(pl.lit("pass-rate").alias("step"))
         quarantine = pl.concat(
             [q for q in (old_quarantine, removed) if q is not None], how="diagonal_relaxed"
@@ -362,3 +417,8 @@ def pass_rate_steps(config: PipelineConfig, datasets: list[str], default_policy:
         description=f"pass-rate filter over {c.k} samples per item",
     )
     return {"manifests": out, "tasks": tasks.states}
+
+
+def _ref(ref: str) -> tuple[str, int]:
+    name, version = ref.rsplit("@v", 1)
+    return name, int(version)

@@ -66,8 +66,10 @@ def problem(span: Span, step: str, rows_in: int, reasons: Sequence[str], max_sha
     head = f"{span.label}: {step} removed {len(reasons)} of {rows_in} rows ({kind}: {count})"
     column = next((c for c, words in _REASON_COLUMNS if words.search(kind)), None)
     if column is None or not span.columns:
+        option = " (--max-removed-share with `m1 curate ingest`)" if step == "ingest" else ""
         return (
-            f"{head}; if that is expected, raise curate.max_removed_share (now {max_share:g}; 1: never fail)"
+            f"{head}; if that is expected, raise curate.max_removed_share{option} "
+            f"(now {max_share:g}; 1: never fail)"
         )
     used = span.mapping.get(column)
     free = [c for c in span.columns if c not in span.mapping.values()]

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import polars as pl
 
-from flows.curate import presets
+from flows.curate import guard, presets
+from flows.curate.guard import Span
 from flows.curate.readers import as_text, detect_format, read_raw
 from flows.errors import InputError
 from flows.jsonl import read_jsonl
@@ -338,6 +339,37 @@ def load_items(
         detected=detected,
         columns=list(raw.columns),
     )
+
+
+def check_source(got: Ingested, path: str, max_share: float) -> Span:
+    """The checks every source passes before anything is written, in `m1 run`, `m1 curate run` (their
+    preflight and the flow) and `m1 curate ingest` alike; an InputError naming the file when it fails:
+    a file with no rows, or none that is a valid item; rows that ingest quarantined beyond `max_share`
+    (flows/curate/guard.py); math items that all lack a reference (the answer column was not found, or
+    is empty). Returns the source's span (its rows, columns and mapping) for the later steps' guard."""
+    if got.items.height == 0:
+        if got.rows_read == 0:
+            raise InputError(f"{path}: the file has no rows")
+        first = got.quarantined[QUARANTINE_REASON][0]
+        raise InputError(
+            f"{path}: no valid items ({got.quarantined.height} rows quarantined; first: {first})"
+        )
+    span = Span(path, 0, got.rows_read, got.columns, got.mapping)
+    guard.check(span, "ingest", got.rows_read, got.quarantined[QUARANTINE_REASON].to_list(), max_share)
+    math = got.items.filter(pl.col("domain") == "math")
+    if math.height and _blank(math["reference"]).all():
+        column = got.mapping.get("reference")
+        why = (
+            f"every reference (column {column!r}) is empty"
+            if column
+            else f"no reference column (looked for {', '.join(ALIASES['reference'])})"
+        )
+        raise InputError(
+            f'{path}: {why}; map the answer column, e.g. mapping = {{ reference = "COLUMN" }} under '
+            f"[[curate.sources]] (--map reference=COLUMN with `m1 curate ingest`); "
+            f"columns: {', '.join(got.columns)}"
+        )
+    return span
 
 
 def read_benchmark(

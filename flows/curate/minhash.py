@@ -162,17 +162,21 @@ def lsh_params(threshold: float, num_perm: int, weights: tuple[float, float] = (
     return int(bs[best]), int(rs[best])
 
 
+def band_keys(sig_t: np.ndarray, band: int, rows: int, docs: np.ndarray) -> np.ndarray:
+    """One band's 64-bit bucket key for each of `docs`: its r signature values mixed into one key
+    (seeded by the band's number, so the same values in two bands make two keys)."""
+    key = np.full(len(docs), np.uint64(band), dtype=np.uint64)
+    for row in sig_t[band * rows : (band + 1) * rows]:
+        key = (key ^ row[docs].astype(np.uint64)) * GOLDEN64
+        key ^= key >> np.uint64(29)
+    return key
+
+
 def candidate_pairs(sig_t: np.ndarray, bands: int, rows: int, active: np.ndarray | None = None) -> np.ndarray:
     """Pairs (i < j) of documents sharing at least one LSH bucket; shape (m, 2), int64, sorted, unique."""
     n = sig_t.shape[1]
     docs = np.arange(n, dtype=np.int64) if active is None else np.flatnonzero(active).astype(np.int64)
-    found: list[np.ndarray] = []
-    for band in range(bands):
-        key = np.full(len(docs), np.uint64(band), dtype=np.uint64)
-        for row in sig_t[band * rows : (band + 1) * rows]:
-            key = (key ^ row[docs].astype(np.uint64)) * GOLDEN64  # mixes the band's rows into one key
-            key ^= key >> np.uint64(29)
-        found.append(_bucket_pairs(docs, key))
+    found = [bucket_pairs(docs, band_keys(sig_t, band, rows, docs)) for band in range(bands)]
     if not found:
         return np.empty((0, 2), dtype=np.int64)
     pairs = np.concatenate(found)
@@ -185,23 +189,36 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     return a[np.r_[True, a[1:] != a[:-1]]] if len(a) else a
 
 
-def _bucket_pairs(docs: np.ndarray, key: np.ndarray) -> np.ndarray:
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    sizes = np.diff(np.r_[starts, len(ks)])
+def bucket_pairs(docs: np.ndarray, key: np.ndarray, band: np.ndarray | None = None) -> np.ndarray:
+    """The candidate pairs of LSH buckets: every pair of a bucket of up to _MAX_ALL_PAIRS_BUCKET
+    documents, and the star from its first (lowest) document in a larger one; buckets of one make none.
+
+    A bucket is the documents of one `key` (of one `band`, when bands are mixed in one call, as in a
+    shuffled partition of the distributed engine). Documents are ordered within a bucket, so the pairs
+    depend on the buckets alone, never on the order the documents arrive in."""
+    if band is None:  # docs ascending (one band of the whole corpus): a stable sort keeps them so
+        order = np.argsort(key, kind="stable") if _ascending(docs) else np.lexsort((docs, key))
+        new = key[order][1:] != key[order][:-1]
+    else:
+        order = np.lexsort((docs, key, band))
+        new = (key[order][1:] != key[order][:-1]) | (band[order][1:] != band[order][:-1])
+    starts = np.flatnonzero(np.r_[True, new]) if len(order) else np.empty(0, dtype=np.int64)
+    sizes = np.diff(np.r_[starts, len(order)])
     out = [np.empty((0, 2), dtype=np.int64)]
     for size in sorted_unique(sizes[sizes >= 2]):
         first = starts[sizes == size]
+        members = docs[order[first[:, None] + np.arange(size)]]
         if size <= _MAX_ALL_PAIRS_BUCKET:
-            members = docs[order[first[:, None] + np.arange(size)]]
             i, j = np.triu_indices(size, 1)
             out.append(np.stack([members[:, i].ravel(), members[:, j].ravel()], axis=1))
         else:
-            members = docs[order[first[:, None] + np.arange(size)]]
             hub = np.repeat(members[:, :1], size - 1, axis=1)
             out.append(np.stack([hub.ravel(), members[:, 1:].ravel()], axis=1))
     return np.concatenate(out)
+
+
+def _ascending(a: np.ndarray) -> bool:
+    return bool(np.all(a[1:] >= a[:-1]))
 
 
 def _unique_pairs(pairs: np.ndarray, n: int) -> np.ndarray:

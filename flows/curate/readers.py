@@ -40,7 +40,10 @@ def read_raw(path: str | Path, split: str | None = None) -> tuple[pl.DataFrame, 
     fmt = detect_format(path)
     broken = pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, QUARANTINE_REASON: pl.String})
     if fmt == "jsonl":
-        return _read_jsonl(path)
+        try:
+            return _read_jsonl(path)
+        except OSError as exc:  # no permission, an I/O error: the file exists but cannot be read
+            raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if fmt == "parquet":
         try:
             return pl.read_parquet(path), broken
@@ -78,6 +81,11 @@ def as_text(value) -> str | None:
 
 
 def _read_hf(path: Path, split: str | None) -> pl.DataFrame:
+    return pl.from_arrow(hf_table(path, split))
+
+
+def hf_table(path: Path, split: str | None = None):
+    """A saved `datasets` folder's (split's) Arrow table, memory-mapped: slicing it reads only the slice."""
     import datasets  # heavy (pyarrow, fsspec, ...): imported only when a datasets folder is read
 
     try:
@@ -90,4 +98,4 @@ def _read_hf(path: Path, split: str | None) -> pl.DataFrame:
         if chosen not in ds:
             raise InputError(f"{path}: choose a split with --split (has: {', '.join(names)})")
         ds = ds[chosen]
-    return pl.from_arrow(ds.data.table)
+    return ds.data.table

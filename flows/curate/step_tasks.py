@@ -64,6 +64,14 @@ def once(tasks: Tasks, step: Step, rows) -> StepResult:
     return tasks.one(as_task(step), rows, step)
 
 
+def inline(tasks: Tasks, step: Step, rows) -> StepResult:
+    """Run a step once over all its rows in this process (cached like the others): for a step that
+    drives the task runner's cluster itself."""
+    state = as_task(step)(rows, step, return_state=True)
+    tasks.states.append((step.name, state.name))
+    return state.result()
+
+
 def map_reduce(tasks: Tasks, step: MapReduceStep, df: pl.DataFrame, n: int) -> StepResult:
     """The step's `mapper` over `n` row-range shards, then its `reduce` once over the whole set."""
     parts = tasks.map(as_task(step.mapper), shards(df, n), step.mapper)

@@ -10,6 +10,7 @@ Not a flow: the curation flow's steps, kept beside it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -23,6 +24,7 @@ from flows.curate.dedup import embedding_dedup, exact_dedup, minhash_dedup, sepa
 from flows.curate.minhash import Sketch
 from flows.curate.passrate import passrate_filter
 from flows.curate.result import StepResult
+from flows.curate.scale.report import from_clusters
 from flows.policy import make_sampler
 
 
@@ -79,8 +81,45 @@ class MinhashDedup:
 
     def reduce(self, rows: pl.DataFrame, parts: list) -> StepResult:
         c = self.c
-        return minhash_dedup(
+        res = minhash_dedup(
             rows, c.threshold, c.num_perm, c.shingle_size, mode=c.mode, sketch=Sketch.concat(parts)
+        )
+        from_clusters(res.clusters).check(c.max_cluster or None)
+        return res
+
+
+@dataclass(frozen=True)
+class MinhashDedupOnDask:
+    """The same step with every stage on the flow's Dask cluster (flows/curate/scale): signatures per
+    partition, buckets shuffled, edges verified and clustered on the workers; the same result.
+
+    Run from the flow's process (flows/curate/step_tasks.py: `inline`), which only plans and waits:
+    a task on a one-thread worker would hold the thread the shuffles' tasks need there."""
+
+    name = "minhash-dedup"
+    removes = MinhashDedup.removes
+    retry = False
+    c: MinhashConfig
+    partitions: int
+    work: str  # scratch folder every worker can see (under M1_HOME)
+
+    def run(self, rows: pl.DataFrame) -> StepResult:
+        # lazy: optional extra [dist] (dask, distributed)
+        from prefect.context import FlowRunContext
+
+        from flows.curate.scale.engine import dedup_frame
+
+        c = self.c
+        return dedup_frame(
+            FlowRunContext.get().task_runner.client,
+            rows,
+            Path(self.work),
+            self.partitions,
+            threshold=c.threshold,
+            num_perm=c.num_perm,
+            shingle_size=c.shingle_size,
+            mode=c.mode,
+            max_cluster=c.max_cluster or None,
         )
 
 

@@ -135,20 +135,23 @@ class Curriculum(BaseModel):
         return [resolve(d, run) for d in self.datasets]
 
     def active(
-        self, produced: Callable[[str], bool], trained: Callable[[str], bool] = lambda kind: True
+        self,
+        produced: Callable[[str], bool],
+        why: Callable[[str], str] | None = None,
+        trained: Callable[[str], bool] = lambda kind: True,
     ) -> tuple[Curriculum, list[str]]:
         """This curriculum without what a run switches off: datasets whose producing flow is disabled
-        (``produced(kind)`` is False), the mixture keys of the domains only they supply, and stages left
-        with no mixture at all. A kind that is produced but not ``trained`` on (the general tasks when the
-        run's judge fails its gate) keeps its dataset (the base's warm start and the held-out evaluation
-        read it) and loses its stages and mixture keys. Returns the pruned curriculum and a line per thing
-        removed."""
+        (``produced(kind)`` is False; ``why(kind)`` says why, "its flow is switched off" by default), the
+        mixture keys of the domains only they supply, and stages left with no mixture at all. A kind that
+        is produced but not ``trained`` on (the general tasks when the run's judge fails its gate) keeps
+        its dataset (the base's warm start and the held-out evaluation read it) and loses its stages and
+        mixture keys. Returns the pruned curriculum and a line per thing removed."""
         notes: list[str] = []
         datasets, dropped_domains = [], set()
         for d in self.datasets:
             kind = kind_of(d)
             if kind is not None and not produced(kind):
-                notes.append(f"dataset {d}: its flow is switched off")
+                notes.append(f"dataset {d}: {why(kind) if why else 'its flow is switched off'}")
                 dropped_domains.add(KIND_DOMAINS.get(kind, kind))
             else:
                 datasets.append(d)

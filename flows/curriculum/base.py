@@ -13,11 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from flows.config import PipelineConfig
-from flows.curriculum.fingerprint import base_fingerprint
+from flows.curriculum.fingerprint import base_inputs
 from flows.curriculum.launch import launch
 from flows.curriculum.layout import train_root
 from flows.curriculum.mixture import CurriculumData
 from flows.curriculum.prompts import answer_text, prompt_text, sft_examples
+from flows.lineage import fingerprint as fingerprint_of
+from flows.lineage import reason
 from flows.model_settings import fresh_model, sft_config
 
 
@@ -48,9 +50,16 @@ def build_base(
     from m1model.rl.sft import sft_warm_start
 
     folder = base_folder(config)
-    fingerprint = base_fingerprint(config, base_refs)
-    if recorded(folder).get("fingerprint") == fingerprint and (folder / "config.json").exists():
+    inputs = base_inputs(config, base_refs)
+    fingerprint = fingerprint_of(inputs)
+    previous = recorded(folder) if (folder / "config.json").exists() else {}
+    if previous.get("fingerprint") == fingerprint:
         return folder, False
+    why = (
+        reason(previous["inputs"], inputs)
+        if "inputs" in previous
+        else ("first build" if not previous else "rebuilt")
+    )
     ctx = distributed.current()
     if config.train.nproc > 1 and not ctx.enabled:
         launch("base", config, on_step=on_step)
@@ -76,7 +85,13 @@ def build_base(
             model,
             tokenizer,
             folder,
-            extra={"fingerprint": fingerprint, "data": base_refs, "sft": history},
+            extra={
+                "fingerprint": fingerprint,
+                "inputs": inputs,
+                "reason": why,
+                "data": base_refs,
+                "sft": history,
+            },
             state_dict=weights,
         )
     ctx.barrier()  # the stage that follows loads it on every rank

@@ -1,54 +1,73 @@
-"""What a checkpoint was built from, as a hash, so stale stages are found instead of reused.
+"""What the base model, each stage and each evaluation are built from (flows/lineage.py), as inputs.
 
-The base model records a hash of its own settings and data; each stage records a hash of its settings
-(stage definition, effective TrainConfig, verifiers), the versions of the datasets it read, and the hash
-of the checkpoint it started from. A stage whose recorded hash differs from the one the current config
-gives is stale: rerunning it starts over, and every later stage is stale with it (its start changed).
-The record beside a checkpoint and a checkpoint's identity are `m1model.policy.recorded` and
-`checkpoint_id`.
+The base records the inputs of its tokenizer and SFT warm start (the settings it reads, the dataset
+versions); each stage records its effective settings (the curriculum's and the stage's overrides applied),
+its definition and verifiers, the dataset versions it read, the checkpoint it started from and, when it
+trains a judged domain, the judge. A thing whose recorded inputs differ from the ones the current config
+gives is stale: rerunning it starts over, every later stage is stale with it (its start changed), and
+`lineage.changes` says what differed. The record beside a checkpoint and a checkpoint's identity are
+`m1model.policy.recorded` and `checkpoint_id`.
 
-Not a flow: how the training flows decide that a stage is done or stale.
+Not a flow: how the training flows decide that a thing is done or stale.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 from typing import Any
 
 from flows.config import PipelineConfig, TrainConfig
+from flows.genrm.files import SERVED_JUDGE_ENV, judge_dir
+from flows.lineage import RELEASE, config_inputs, fingerprint
 
-# Settings that change how a run is observed or paced, not what it computes.
-NOT_RESULTS = {
-    "torch_threads",
-    "checkpoint_every",
-    "samples_per_step",
-    "tensorboard",
-    "curriculum",
-    "init_from",
-    # Where the same computation runs: a stage keeps its checkpoints when it is resumed on more processes
-    # or with another sampler (its rollouts then differ in their random draws, not in what is learned).
-    "nproc",
-    "parallel",
-    "rollout",
-    "vllm_gpu_memory",
-}
-SFT_FIELDS = ("sft_steps", "sft_lr", "batch_size", "grad_clip", "seed")  # what the warm start uses
-SFT_ONLY = {"sft_steps", "sft_lr"}  # ... and of those, what nothing else uses
+JUDGED = "genrm"  # verifier names of the generative judges start with this
 
 
-def digest(*parts: Any) -> str:
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def versions(refs: list[str]) -> dict[str, int]:
+    """``["m1-curated@v2", ...]`` as ``{"m1-curated": 2, ...}``."""
+    return {name: int(v) for name, v in (ref.rsplit("@v", 1) for ref in refs)}
+
+
+def judge_identity(config: PipelineConfig) -> str | None:
+    """The judge a judged domain is scored by: the endpoint the user points at, or the run's own judge
+    (the hash of what it was trained from), or None when there is none yet."""
+    url = os.environ.get("M1_GENRM_URL")
+    if url and os.environ.get(SERVED_JUDGE_ENV) != str(judge_dir(config).resolve()):
+        return url
+    record = judge_dir(config) / "training.json"
+    if not record.is_file():
+        return None
+    return json.loads(record.read_text()).get("judge", {}).get("inputs_hash")
+
+
+def judged(verifiers: dict[str, str], domains) -> bool:
+    return any(verifiers.get(d, "").startswith(JUDGED) for d in domains)
+
+
+def base_inputs(config: PipelineConfig, refs: list[str]) -> dict[str, Any]:
+    return {"config": config_inputs("base", config), "datasets": versions(refs), "release": RELEASE}
+
+
+def stage_inputs(
+    config: PipelineConfig,
+    stage_dump: dict,
+    tc: TrainConfig,
+    verifiers: dict[str, str],
+    refs: list[str],
+    start_id: str,
+) -> dict[str, Any]:
+    domains = {key.split("/")[0] for key in stage_dump.get("mixture", {})}
+    return {
+        "config": config_inputs("stage", config, train=tc),
+        "stage": stage_dump,
+        "verifiers": verifiers,
+        "datasets": versions(refs),
+        "start": start_id,
+        "judge": judge_identity(config) if judged(verifiers, domains) else None,
+        "release": RELEASE,
+    }
 
 
 def base_fingerprint(config: PipelineConfig, refs: list[str]) -> str:
-    sft = {k: getattr(config.train, k) for k in SFT_FIELDS}
-    return digest("base", config.model.model_dump(), sft, config.eval.fraction, refs)
-
-
-def stage_fingerprint(
-    stage_dump: dict, tc: TrainConfig, verifiers: dict, plugin_dirs: list[str], refs: list[str], start_id: str
-) -> str:
-    train = {k: v for k, v in tc.model_dump().items() if k not in NOT_RESULTS | SFT_ONLY}
-    return digest("stage", stage_dump, train, verifiers, plugin_dirs, refs, start_id)
+    return fingerprint(base_inputs(config, refs))

@@ -5,8 +5,10 @@ A mixture key is a domain (``math``) or a domain/task (``logic/sudoku``); an ite
 its most specific key, shared equally by all items under that key, so a key's weight is the share of
 prompts drawn from it whatever its size. A key that matches no item is an error, not a silent zero.
 
-The held-out split is fixed by a hash of each item's id, so it does not move when a dataset grows or
-when another dataset joins the curriculum: training never sees an item that validation scores.
+The datasets are deduplicated against each other first (flows/curriculum/overlap.py: an item of a later
+dataset that duplicates one of an earlier dataset is left out). The held-out split is fixed by a hash of
+each item's id, so it does not move when a dataset grows or when another dataset joins the curriculum:
+training never sees an item that validation scores.
 
 Not a flow: the data a stage flow reads from the store, and its mixture weights.
 """
@@ -21,7 +23,9 @@ from typing import Any
 
 import polars as pl
 
+from flows.config import MinhashConfig
 from flows.curriculum import Curriculum, Stage
+from flows.curriculum.overlap import separate_overlaps
 from flows.errors import InputError
 from flows.schema import validate_items
 from flows.store import DatasetStore
@@ -35,6 +39,7 @@ class CurriculumData:
     train: pl.DataFrame
     heldout: pl.DataFrame
     refs: list[str]  # name@version of every dataset read: part of every stage's fingerprint
+    overlaps: pl.DataFrame | None = None  # items left out as duplicates of an earlier dataset's, with why
 
 
 def require_dataset(store: DatasetStore, curriculum: Curriculum, name: str) -> None:
@@ -46,9 +51,14 @@ def require_dataset(store: DatasetStore, curriculum: Curriculum, name: str) -> N
 
 
 def load_data(
-    store: DatasetStore, curriculum: Curriculum, run: str, heldout_fraction: float
+    store: DatasetStore,
+    curriculum: Curriculum,
+    run: str,
+    heldout_fraction: float,
+    minhash: MinhashConfig | None = None,
 ) -> CurriculumData:
-    """Every item of the curriculum's datasets (latest versions), split into train and held-out."""
+    """Every item of the curriculum's datasets (latest versions), without the duplicates of an earlier
+    dataset's items (`minhash`: `curate.minhash`), split into train and held-out."""
     frames, refs = [], []
     for name in curriculum.dataset_names(run):
         require_dataset(store, curriculum, name)
@@ -60,10 +70,17 @@ def load_data(
                 f"dataset {name}: {bad.height} rows fail the item schema "
                 f"(first: {bad['reason'][0]}); re-curate it"
             )
-        frames.append(valid)
-    df = pl.concat(frames, how="diagonal_relaxed")
+        frames.append((name, valid))
+    kept, overlaps = separate_overlaps(frames, minhash or MinhashConfig())
+    df = pl.concat(kept, how="diagonal_relaxed")
     held = heldout_mask(df["id"], heldout_fraction)
-    return CurriculumData(df.filter(~held), df.filter(held), refs)
+    return CurriculumData(df.filter(~held), df.filter(held), refs, overlaps)
+
+
+def run_data(config, curriculum: Curriculum, store: DatasetStore | None = None) -> CurriculumData:
+    """`load_data` as a run's config asks for it: its name, held-out fraction and MinHash settings."""
+    store = store or DatasetStore(config.home)
+    return load_data(store, curriculum, config.name, config.eval.fraction, config.curate.minhash)
 
 
 def heldout_mask(ids: pl.Series, fraction: float) -> pl.Series:

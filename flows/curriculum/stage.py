@@ -37,9 +37,10 @@ from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig, TrainConfig
 from flows.curriculum import Curriculum, Stage
 from flows.curriculum.evaluation import benchmark_sets, eval_sets, overfitting, validate
+from flows.curriculum.fingerprint import judged
 from flows.curriculum.launch import launch
 from flows.curriculum.layout import StagePaths, stage_paths
-from flows.curriculum.mixture import difficulties, dynamic_mixture, load_data, stage_items
+from flows.curriculum.mixture import difficulties, dynamic_mixture, run_data, stage_items
 from flows.curriculum.plan import active_curriculum, plan, start_checkpoint
 from flows.curriculum.prompts import encode_prompt
 from flows.curriculum.report import length_bias_notes, plot_curves, plot_length_bias, plot_weights
@@ -48,10 +49,10 @@ from flows.curriculum.settings import length_bias_settings, rl_config, stage_tra
 from flows.curriculum.step_log import SampleLog, tensorboard_writer, write_scalars
 from flows.errors import ConfigError, InputError
 from flows.genrm.labels import rule_success
-from flows.genrm.serve import judge_for
+from flows.genrm.serve import judge_for, share_judge
 from flows.store import DatasetStore
 from m1model import Engine
-from m1model.policy import CheckpointError, load_policy, save_policy
+from m1model.policy import CheckpointError, load_policy, recorded, save_policy
 from m1model.rl import distributed
 from m1model.rl.distributed import replica_engine
 from m1model.rl.length_bias import LengthBias, LengthSeeking
@@ -78,6 +79,29 @@ class StageResult:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     samples: str = ""
+    reason: str = ""  # why its final model was (re)built: "first build", what changed, "--restart"
+    reused: bool = False  # this run reused it as it was (done, built from the same inputs)
+
+    @classmethod
+    def read(cls, paths: StagePaths) -> StageResult | None:
+        """The result a finished stage recorded (stage.json and its final model's record), or None."""
+        summary = paths.root / "stage.json"
+        if not summary.is_file() or not (paths.final / "config.json").is_file():
+            return None
+        s = json.loads(summary.read_text())
+        return cls(
+            s["stage"],
+            s["start_from"],
+            s["final"],
+            recorded(paths.final).get("history", []),
+            s.get("plots", []),
+            s.get("validation", {}),
+            s.get("warnings", []),
+            s.get("notes", []),
+            s.get("samples", ""),
+            recorded(paths.final).get("reason", ""),
+            reused=True,
+        )
 
     def summary(self) -> dict[str, Any]:
         last = self.history[-1] if self.history else {}
@@ -96,6 +120,8 @@ class StageResult:
             "notes": self.notes,
             "plots": self.plots,
             "samples": self.samples,
+            "reason": self.reason,
+            "reused": self.reused,
         }
 
 
@@ -112,18 +138,26 @@ def run_stage(
     not ``restart``), else start over from its start checkpoint; write its final model and report."""
 
     ctx = distributed.current()
-    if config.train.nproc > 1 and not ctx.enabled:  # this process launches the ranks and waits
-        result = launch("stage", config, stage=stage_name, restart=restart, on_step=on_step, logger=logger)
-        return StageResult(**result)
     notes: list[str] = []
     if curriculum is None:
         curriculum, notes = active_curriculum(config)
     index = curriculum.index(stage_name)
     stage = curriculum.stages[index]
-    tc = stage_train_config(config.train, stage, curriculum)
     store = DatasetStore(config.home)
-    data = load_data(store, curriculum, config.name, config.eval.fraction)
+    data = run_data(config, curriculum, store)
     entry = plan(config, curriculum, data.refs, store)[index]
+    paths = stage_paths(config, stage.name)
+    if not (restart or ctx.enabled) and entry.state == "done" and (done := StageResult.read(paths)):
+        logger.info(
+            "stage %s: done, built from the same inputs: reused (`--restart` trains it again)", stage.name
+        )
+        return done
+    if config.train.nproc > 1 and not ctx.enabled:  # this process launches the ranks and waits
+        if judged(curriculum.verifiers, {key.split("/")[0] for key in stage.mixture}):
+            share_judge()  # the ranks find the run's judge through the environment
+        result = launch("stage", config, stage=stage_name, restart=restart, on_step=on_step, logger=logger)
+        return StageResult(**result)
+    tc = stage_train_config(config.train, stage, curriculum)
     items_df, weights, item_notes = stage_items(data, stage)
     notes += item_notes
     for note in notes:
@@ -133,9 +167,8 @@ def run_stage(
         model, tokenizer = load_policy(start, device=ctx.device)
     except CheckpointError as exc:
         raise InputError(str(exc)) from None
-    paths = stage_paths(config, stage.name)
     if ctx.is_main:
-        _reset_if_changed(paths, entry.fingerprint, restart, logger)
+        _reset_if_changed(paths, entry, restart, logger)
     ctx.barrier()  # no rank looks for checkpoints before rank 0 has discarded stale ones
     sets = eval_sets(data.heldout, config.eval, domains=sorted(set(items_df["domain"])))
     sets |= benchmark_sets(config.data, config.eval.n_items)
@@ -166,6 +199,7 @@ def run_stage(
     for warning in warnings:
         logger.warning("stage %s: %s", stage.name, warning)
     validation = {"start": val_start, "end": val_end}
+    why = "--restart" if restart else ("first build" if entry.state == "pending" else entry.reason)
     save_policy(
         policy,
         tokenizer,
@@ -173,6 +207,8 @@ def run_stage(
         extra={
             "stage": stage.name,
             "fingerprint": entry.fingerprint,
+            "inputs": entry.inputs,
+            "reason": why,
             "start_from": str(start),
             "data": data.refs,
             "history": history,
@@ -189,6 +225,7 @@ def run_stage(
         warnings,
         notes,
         str(paths.root / "samples.jsonl") if tc.samples_per_step else "",
+        why,
     )
     atomic_write_text(paths.root / "stage.json", json.dumps(result.summary(), indent=2, default=str))
     return result
@@ -282,6 +319,7 @@ class StageRun:
             rl_config(self.tc, self.tokenizer, self.stage),
             checkpoint_dir=self.paths.checkpoints,
             checkpoint_every=self.tc.checkpoint_every,
+            keep_last=self.tc.keep_checkpoints,
             step_hooks=hooks,
             after_step=[self.periodic_validation],
             dist=self.ctx,
@@ -360,12 +398,12 @@ def tb_dir(config: PipelineConfig, stage: str) -> Path:
     return stage_paths(config, stage).root.parent.parent / "tensorboard" / stage
 
 
-def _reset_if_changed(paths, fingerprint: str, restart: bool, logger=log) -> None:
+def _reset_if_changed(paths, entry, restart: bool, logger=log) -> None:
     """Keep the stage's checkpoints only if they were trained from exactly what it is built from now."""
-    marker = paths.checkpoints / "FINGERPRINT"
+    marker, fingerprint = paths.checkpoints / "FINGERPRINT", entry.fingerprint
     old = marker.read_text().strip() if marker.exists() else None
     if restart or (old is not None and old != fingerprint):
-        why = "--restart" if restart else "its settings, data or start checkpoint changed"
+        why = "--restart" if restart else (entry.reason or "its settings, data or start checkpoint changed")
         if paths.checkpoints.exists():
             logger.info("stage %s: discarding its checkpoints (%s)", paths.root.name, why)
         for folder in (paths.checkpoints, paths.final):  # renamed away first: a kill leaves no half

@@ -20,7 +20,7 @@ from pathlib import Path
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
 from flows.curriculum.launch import EventHandler, Events
-from flows.curriculum.mixture import load_data
+from flows.curriculum.mixture import run_data
 from flows.errors import M1Error
 from flows.model_settings import use_threads
 from flows.store import DatasetStore
@@ -56,7 +56,7 @@ def _worker(args: argparse.Namespace) -> None:
         else:
             curriculum, _ = active_curriculum(config)
             store = DatasetStore(config.home)
-            data = load_data(store, curriculum, config.name, config.eval.fraction)
+            data = run_data(config, curriculum, store)
             folder, built = build_base(config, data, base_refs(store, data.refs), on_step)
             result = {"folder": str(folder), "built": built}
     except M1Error as exc:

@@ -95,7 +95,8 @@ def summarise(
         runs = by_arm[arm.name]
         reach = []
         for r in runs:
-            hit = [step for step, p in r.heldout_curve if step > 0 and p.rate >= target - 1e-12]
+            # step 0 is the warm start: a run whose warm start already meets the target needs no step
+            hit = [step for step, p in r.heldout_curve if p.rate >= target - 1e-12]
             reach.append(hit[0] if hit else None)
         out.append(
             ArmSummary(

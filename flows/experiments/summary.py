@@ -15,7 +15,7 @@ Definitions (stated in summary.md too):
   the last `window` steps;
 - steps to target: the first evaluated step at which a run's held-out accuracy reaches DAPO's final
   held-out accuracy (mean over its seeds): the paper's "CISPO matches DAPO in half the steps", measured
-  on held-out accuracy rather than training reward;
+  on held-out accuracy rather than training reward; 0 when the warm start already meets it;
 - clipped tokens: the share of tokens whose IS ratio left the arm's clip range (CISPO keeps their
   gradient with a capped weight); dropped tokens: the share whose gradient the loss sets to zero (PPO's
   trust region for GRPO and DAPO, unverified responses for RFT; always 0 for CISPO);
@@ -237,8 +237,14 @@ def claim_check(summaries: Sequence[ArmSummary], steps: int) -> str:
         f"Final held-out accuracy: CISPO {cispo.after.mean:.3f} vs DAPO {dapo.after.mean:.3f} "
         f"(difference {gap:+.3f}, standard error {noise:.3f} over seeds)."
     ]
-    c_hit, d_hit = [r for r in cispo.reach if r], [r for r in dapo.reach if r]
-    if c_hit and d_hit:
+    c_hit = [r for r in cispo.reach if r is not None]
+    d_hit = [r for r in dapo.reach if r is not None]
+    if d_hit and not np.mean(d_hit):
+        parts.append(
+            "DAPO's warm start already meets its own final held-out accuracy (steps to target 0): a run that "
+            "starts at the target says nothing about 'CISPO matches DAPO in half the steps'."
+        )
+    elif c_hit and d_hit:
         ratio = np.mean(c_hit) / np.mean(d_hit)
         verdict = "supports" if ratio <= 0.5 and len(c_hit) == len(cispo.reach) else "does not support"
         parts.append(

@@ -40,6 +40,7 @@ from flows.datasets import GENERAL, dataset_name
 from flows.errors import InputError
 from flows.genrm.files import SERVED_JUDGE_ENV, genrm_root, judge_dir, plot_eval
 from flows.genrm.general import general_items
+from flows.lineage import RELEASE, config_inputs
 from flows.model_settings import use_threads
 from flows.progress import prefect_progress
 from flows.store import DatasetStore
@@ -52,14 +53,22 @@ EXTERNAL_EVAL = "external-eval.json"  # beside the run's judge: the user's judge
 PREREQUISITES = ()  # nothing from the machine (flows/prerequisites.py): the judge is trained and served here
 
 
+def inputs(config: PipelineConfig) -> dict:
+    """What ``{run}-general`` is built from (flows/lineage.py); the judge records its own inputs."""
+    return {"config": config_inputs(GENERAL, config), "release": RELEASE}
+
+
 def write_general(config: PipelineConfig) -> str:
-    """``{run}-general`` at its latest version, written now only if the parameters changed."""
+    """``{run}-general`` at its latest version (``name@vN``), written now only if its inputs changed
+    (why it was built is in the store's record, `DatasetStore.built_from`)."""
     store, g = DatasetStore(config.home), config.genrm
-    name = dataset_name(config.name, GENERAL)
-    params = {"n": g.general_items, "seed": g.seed, "generator": "flows.genrm.general"}
-    if store.latest(name) is not None and store.manifest(name).params == params:
-        return store.manifest(name).ref
-    return store.write(name, general_items(g.general_items, g.seed), params=params).ref
+    name, wanted = dataset_name(config.name, GENERAL), inputs(config)
+    if (record := store.reusable(name, general_tasks.name, wanted)) is None:
+        params = {"n": g.general_items, "seed": g.seed, "generator": "flows.genrm.general"}
+        manifest = store.write(name, general_items(g.general_items, g.seed), params=params)
+        record = store.record_built(name, general_tasks.name, manifest.version, wanted, {})
+    store.make_latest(name, record["version"])
+    return f"{name}@v{record['version']}"
 
 
 def judge_inputs_hash(g: GenRMConfig) -> str:
@@ -76,6 +85,8 @@ def judge_inputs_hash(g: GenRMConfig) -> str:
             "pair_domains",
             "judge_domains",
             "rationale",
+            "k",
+            "judge_max_tokens",
             "seed",
         }
     )
@@ -172,8 +183,14 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         logger.info("genrm.enabled is false: no general data, no judge")
         return {"enabled": False}
     use_threads(config.train)
+    had = DatasetStore(config.home).reusable(
+        dataset_name(config.name, GENERAL), general_tasks.name, inputs(config)
+    )
     general = write_general(config)
-    logger.info("general items: %s", general)
+    built_because = DatasetStore(config.home).built_from(general.rsplit("@v", 1)[0], general_tasks.name)[
+        "reason"
+    ]
+    logger.info("general items: %s (built because: %s)", general, built_because)
     if user := user_judge(config):
         where, trained = f"{user[1]} at {user[0]} (M1_GENRM_URL)", False
         result = measure_user_judge(config, *user)
@@ -181,7 +198,7 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     else:
         folder = judge_dir(config)
         summary, trained = ensure_judge(folder, g, on_step=_progress(g.judge_steps))
-        where = f"`{folder}` ({'trained in this run' if trained else 'reused: same inputs'})"
+        where = f"`{folder}`"
         logger.info("judge %s: %s", "trained" if trained else "reused (same inputs)", folder)
         result = JudgeEval.from_dict(summary["eval"])  # measured through the server when it was trained
 
@@ -192,7 +209,10 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     gate = result.gate(g.gate_margin) if g.gate else None
     markdown = eval_markdown(result, png, where)
     if gate:
-        markdown += f"\n**Not used for training**: {gate}. The `general` stage does not run.\n"
+        markdown += (
+            f"\n**Not used for training**: {gate}. The `general` stage is switched off (`genrm.gate = false` "
+            "trains it anyway).\n"
+        )
         logger.warning("the judge does not beat the trivial judges (%s): no stage trains on it", gate)
     elif g.gate:
         markdown += (
@@ -207,11 +227,12 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         description="generative reward model: data, judge, evaluation",
     )
     store = DatasetStore(config.home)
-    name = dataset_name(config.name, GENERAL)
     return {
         "enabled": True,
         "general": general,
-        "manifest": json.loads(store.manifest(name).to_json()),
+        "manifest": json.loads(store.manifest(*_ref(general)).to_json()),
+        "built_because": built_because,
+        "reused": had is not None and not trained,
         "report": "# Generative reward model\n\n" + markdown,
         "judge": user[0] if user else str(judge_dir(config)),
         "trained": trained,
@@ -221,7 +242,15 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     }
 
 
+def _ref(ref: str) -> tuple[str, int]:
+    name, version = ref.rsplit("@v", 1)
+    return name, int(version)
+
+
 def eval_markdown(result, png: Path, where: str) -> str:
+    """The judge's evaluation as a report section: what the judge is (``where``: its folder, or the user's
+    endpoint), never whether this run trained it (an unchanged rerun writes the same report; the log says
+    it was reused)."""
     rows = "\n".join(
         f"| {r['metric']} | {r['value']} | {'' if r['baseline'] is None else r['baseline']} | {r['note']} |"
         for r in result.table()

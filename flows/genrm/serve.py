@@ -11,8 +11,8 @@ Not a flow: how the stage and evaluation flows get their judge for as long as th
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from flows.errors import InputError
@@ -20,6 +20,9 @@ from flows.genrm.files import SERVED_JUDGE_ENV, judge_dir
 from flows.servers import m1_server
 
 MODEL_NAME = "judge"
+# Inside `run_judge`: starts the run's judge on first use (a rerun whose stages and evaluations are all
+# reused starts none), then keeps it for everything else inside.
+_SHARED: list[Callable[[], None]] = []
 
 
 @contextmanager
@@ -69,6 +72,7 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
     if not judged:
         yield {}
         return
+    share_judge()
     options = {"k": config.genrm.k, "constraint_weight": config.genrm.constraint_weight}
     if os.environ.get("M1_GENRM_URL"):
         yield {name: options for name in judged}
@@ -84,14 +88,36 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
         yield {name: options | own | {"url": url} for name in judged}
 
 
+def share_judge() -> None:
+    """Inside `run_judge`: start the run's judge now if it is not up yet (it is exported from then on, also
+    to child processes such as a stage's torchrun ranks)."""
+    if _SHARED:
+        _SHARED[-1]()
+
+
 @contextmanager
 def run_judge(config) -> Iterator[None]:
     """The run's own judge served once, for everything inside (`m1 run`: the evaluations and every stage),
-    instead of a server started by each stage and evaluation (seconds each); `judge_for` finds it through
-    the environment. Nothing happens when genrm is off, the run has no judge, or ``M1_GENRM_URL`` is set."""
+    instead of a server started by each stage and evaluation (seconds each); `judge_for` starts it on
+    first use and finds it through the environment afterwards, so nothing starts when nothing inside is
+    judged (every stage and evaluation reused). Nothing happens when genrm is off, the run has no judge,
+    or ``M1_GENRM_URL`` is set."""
     folder = judge_dir(config)
     if not config.genrm.enabled or os.environ.get("M1_GENRM_URL") or not (folder / "config.json").is_file():
         yield
         return
-    with served_judge(folder, port=config.genrm.port, max_tokens=config.genrm.judge_max_tokens):
-        yield
+    with ExitStack() as stack:
+        started: list[bool] = []
+
+        def start() -> None:
+            if not started:
+                stack.enter_context(
+                    served_judge(folder, port=config.genrm.port, max_tokens=config.genrm.judge_max_tokens)
+                )
+                started.append(True)
+
+        _SHARED.append(start)
+        try:
+            yield
+        finally:
+            _SHARED.remove(start)

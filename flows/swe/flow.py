@@ -25,8 +25,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from flows.config import PipelineConfig, SWEConfig
 from flows.curate.result import StepResult
 from flows.curate.step_tasks import over
-from flows.datasets import SWE
+from flows.datasets import SWE, dataset_name
 from flows.errors import ConfigError
+from flows.lineage import RELEASE, config_inputs, reuse_or_build
 from flows.prerequisites import check
 from flows.progress import prefect_progress
 from flows.runner import CACHED, RETRY, ROW, Tasks, on_runner
@@ -84,11 +85,21 @@ def preflight(config: PipelineConfig) -> None:
     check({SWE: PREREQUISITES})
 
 
+def inputs(config: PipelineConfig) -> dict:
+    """What `{run}-swe` is built from (flows/lineage.py): the SWE settings."""
+    return {"config": config_inputs(SWE, config), "release": RELEASE}
+
+
 @flow(name="m1-swe", flow_run_name="{config.name}-swe", log_prints=True)
 def swe_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
     """Synthesise and validate SWE tasks from real repositories and write `{run}-swe`; returns the
-    dataset's manifest, the mutation kinds kept, and every task run's final state."""
-    return on_runner(swe_steps, config.runner, DatasetStore(config.home).root)(config)
+    dataset's manifest, the mutation kinds kept, why it was built, and every task run's final state.
+    Nothing runs when the dataset was last built from the same inputs (flows/lineage.py: the `swe`
+    settings): its recorded result is returned."""
+    store = DatasetStore(config.home)
+    build = lambda: on_runner(swe_steps, config.runner, store.root)(config)  # noqa: E731
+    name = dataset_name(config.name, SWE)
+    return reuse_or_build(store, name, swe_tasks.name, inputs(config), build, get_run_logger())
 
 
 @flow(name="m1-swe-steps", flow_run_name="{config.name}-swe-steps", log_prints=True)

@@ -1,7 +1,6 @@
 """Code tasks as data: `{run}-code`, programming problems with reference solutions and checked tests.
 
-plan -> test suites (-> model-proposed tests) -> schema -> reference check -> exact dedup
-     -> dedup against the run's other datasets -> store
+plan -> test suites (-> model-proposed tests) -> schema -> reference check -> exact dedup -> store
 
 Problems come round-robin from the families in flows/data/code_problems (`code.families`; null: all,
 in a seeded order),
@@ -11,6 +10,9 @@ reference run in the process sandbox on an input the family proposed, with indep
 or a suite a constant program would pass, is quarantined with the reason. When `code.testgen` names an
 endpoint, the model proposes extra inputs (verifiers/testgen.py), kept where the solutions agree.
 Finally the `code` verifier itself must score each reference 1, as the SFT warm start trains on it.
+Duplicates are exact ones within the set; duplicates of the run's other datasets are removed where the
+curriculum reads them together (flows/curriculum/overlap.py). Nothing runs when the dataset was last
+built from the same inputs (flows/lineage.py: the `code` settings).
 
 Items: domain "code", task = family, prompt = the statement with its input/output contract and answer
 format, reference = the reference as a ```python block; metadata holds `tests`, `fn_name` (function
@@ -27,15 +29,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import polars as pl
-from prefect import flow
+from prefect import flow, get_run_logger
 
 import flows.data.code_problems
 from flows.config import CodeTasksConfig, PipelineConfig
 from flows.curate.result import StepResult, split_by_reason
 from flows.curate.step_tasks import mapped, once, over
 from flows.data.code_problems import FAMILIES, problem
-from flows.datasets import CODE, CURATED, SYNLOGIC, dataset_name
+from flows.datasets import CODE, dataset_name
 from flows.errors import ConfigError
+from flows.lineage import RELEASE, config_inputs, reuse_or_build
 from flows.prerequisites import check as check_machine
 from flows.runner import ROW, Tasks, on_runner
 from flows.schema import ITEM_COLUMNS
@@ -47,7 +50,6 @@ from sandboxes.prerequisites import PROCESS_SANDBOX
 from verifiers.code import CodeVerifier
 from verifiers.endpoint import EndpointError, EndpointUnavailable
 
-AGAINST = (CURATED, SYNLOGIC)
 # What this flow needs from the machine (flows/prerequisites.py): the reference check and testgen run
 # programs in the process sandbox.
 PREREQUISITES = (PROCESS_SANDBOX,)
@@ -189,19 +191,27 @@ def preflight(config: PipelineConfig) -> list[Spec]:
     return specs
 
 
+def inputs(config: PipelineConfig) -> dict:
+    """What `{run}-code` is built from (flows/lineage.py): the code settings."""
+    return {"config": config_inputs(CODE, config), "release": RELEASE}
+
+
 @flow(name="m1-code-tasks", flow_run_name="{config.name}-code-tasks", log_prints=True)
 def code_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
     """Write `{run}-code` (see the module docstring); returns the manifest (as a dict), the rows per
-    family and difficulty, notes, and every task run's state."""
+    family and difficulty, notes, why it was built, and every task run's state (none when reused)."""
     preflight(config)
-    return on_runner(code_steps, config.runner, DatasetStore(config.home).root)(config)
+    store = DatasetStore(config.home)
+    build = lambda: on_runner(code_steps, config.runner, store.root)(config)  # noqa: E731
+    name = dataset_name(config.name, CODE)
+    return reuse_or_build(store, name, code_tasks.name, inputs(config), build, get_run_logger())
 
 
 @flow(name="m1-code-tasks-steps", flow_run_name="{config.name}-code-tasks-steps", log_prints=True)
 def code_steps(config: PipelineConfig) -> dict:
     cfg, store = config.code, DatasetStore(config.home)
     specs = plan(cfg)
-    steps = Steps(config.name, "code tasks", 4 + bool(cfg.testgen.url) + len(AGAINST))
+    steps = Steps(config.name, "code tasks", 4 + bool(cfg.testgen.url))
     tasks, n = Tasks(), config.runner.shards
     suites = Suites(cfg, source_hash(flows.data.code_problems))
     df = steps.record(over(tasks, suites, chunks(specs, n)))
@@ -209,7 +219,7 @@ def code_steps(config: PipelineConfig) -> dict:
         df = steps.record(mapped(tasks, Testgen(cfg), df, n))
     df = steps.record(once(tasks, Schema("code items"), df))
     df = steps.record(mapped(tasks, ReferenceCheck(cfg), df, n))
-    df, parents = deduplicate(tasks, steps, config, df, "code", AGAINST)
+    df = deduplicate(tasks, steps, config, df)
     meta = [json.loads(m) for m in df["metadata"]]
     notes = [
         f"{style}: {count} problems" for style, count in sorted(Counter(m["style"] for m in meta).items())
@@ -221,7 +231,8 @@ def code_steps(config: PipelineConfig) -> dict:
             f"testgen: {sum(e.get('added', 0) for e in extra)} tests added of {sum(e.get('proposed', 0) for e in extra)} "
             f"inputs proposed; {sum('testgen_error' in m for m in meta)} problems without a usable reply"
         )
-    params = {"code": cfg.model_dump(mode="json"), "minhash": config.curate.minhash.model_dump(mode="json")}
-    manifest = write(store, dataset_name(config.name, CODE), df, steps, params=params, parents=parents)
+    manifest = write(
+        store, dataset_name(config.name, CODE), df, steps, params={"code": cfg.model_dump(mode="json")}
+    )
     steps.logger.info("%d of %d tasks resumed from cache", tasks.cached, len(tasks.states))
     return publish(manifest, df, steps, notes) | {"tasks": tasks.states}

@@ -1,6 +1,6 @@
 """Logic tasks as data: `{run}-synlogic` from the SynLogic-style generators in verifiers/logic.
 
-plan -> generate -> schema -> gold check -> exact dedup -> dedup against the run's other datasets -> store
+plan -> generate -> schema -> gold check -> exact dedup -> store
 
 The plan takes the configured tasks (`logic.tasks`; null: every registered task) and gives each its
 difficulty band: the one `m1 logic calibrate` stored (`flows.logic_calibration.load_bands`, the paper's
@@ -12,10 +12,12 @@ are split evenly over the tasks, and within a task round-robin over the levels l
 still finds items. Each item's metadata records its `difficulty` and `band`.
 
 Every item's gold answer, rendered as the SFT target, must score 1 with the `logic` verifier (else the
-item is quarantined: a generator bug). Duplicates are exact ones within the set and against the run's
-logic items; near-duplicates (MinHash, `curate.minhash`) against free text of other domains: see
-flows/tasks/dedup.py for why. Steps run as cached Prefect tasks on the configured runner
-(flows/runner.py); the generate step's cache key includes a hash of the generators' source.
+item is quarantined: a generator bug). Duplicates are exact ones within the set (same text after
+normalisation); duplicates of the run's other datasets are removed where the curriculum reads them all
+together (flows/curriculum/overlap.py), so this dataset is the same whichever producer ran first. Steps
+run as cached Prefect tasks on the configured runner (flows/runner.py); the generate step's cache key
+includes a hash of the generators' source. Nothing runs when the dataset was last built from the same
+inputs (flows/lineage.py: the `logic` settings and the stored calibration).
 """
 
 from __future__ import annotations
@@ -25,15 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from prefect import flow
+from prefect import flow, get_run_logger
 
 import verifiers.logic
 from flows.config import LogicTasksConfig, PipelineConfig
 from flows.curate.result import StepResult
 from flows.curate.step_tasks import mapped, once, over
-from flows.datasets import CODE, CURATED, SYNLOGIC, dataset_name
+from flows.datasets import SYNLOGIC, dataset_name
 from flows.errors import ConfigError, InputError
-from flows.logic_calibration import load_bands
+from flows.lineage import RELEASE, config_inputs, file_digest, reuse_or_build
+from flows.logic_calibration import bands_file, load_bands
 from flows.runner import ROW, Tasks, on_runner
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore, StepCount
@@ -42,8 +45,7 @@ from flows.tasks.steps import Schema, answer_check, chunks, deduplicate
 from verifiers.logic import TASKS, get_task
 from verifiers.logic.verifier import LogicVerifier
 
-AGAINST = (CURATED, CODE)  # the run's datasets the logic items must not duplicate
-STEPS = 4 + len(AGAINST)
+STEPS = 4
 PREREQUISITES = ()  # nothing from the machine (flows/prerequisites.py): generators and checkers are Python
 
 
@@ -66,7 +68,7 @@ class Plan:
 
 def stored_bands(home: Path, cfg: LogicTasksConfig):
     """The calibration's bands, or None when there is none (or it is switched off)."""
-    if not cfg.calibrated or not (home / "logic" / "bands.json").is_file():
+    if not cfg.calibrated or not bands_file(home).is_file():
         return None
     return load_bands(home)
 
@@ -183,12 +185,26 @@ def preflight(config: PipelineConfig) -> Plan:
     return plan(config.logic, DatasetStore(config.home).root)
 
 
+def inputs(config: PipelineConfig) -> dict:
+    """What `{run}-synlogic` is built from (flows/lineage.py): the logic settings and, when they use
+    it, the stored calibration by content."""
+    store = DatasetStore(config.home)
+    calibration = bands_file(store.root)
+    used = config.logic.calibrated and calibration.is_file()
+    files = {"logic calibration": file_digest(calibration)} if used else {}
+    return {"config": config_inputs(SYNLOGIC, config), "files": files, "release": RELEASE}
+
+
 @flow(name="m1-logic-tasks", flow_run_name="{config.name}-logic-tasks", log_prints=True)
 def logic_tasks(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 - the UI form default
     """Write `{run}-synlogic` (see the module docstring); returns the manifest (as a dict), the rows
-    per task and difficulty, notes on the bands used and tasks skipped, and every task run's state."""
+    per task and difficulty, notes on the bands used and tasks skipped, why it was built, and every task
+    run's state (none when its inputs are unchanged and it is reused)."""
     preflight(config)
-    return on_runner(logic_steps, config.runner, DatasetStore(config.home).root)(config)
+    store = DatasetStore(config.home)
+    build = lambda: on_runner(logic_steps, config.runner, store.root)(config)  # noqa: E731
+    name = dataset_name(config.name, SYNLOGIC)
+    return reuse_or_build(store, name, logic_tasks.name, inputs(config), build, get_run_logger())
 
 
 @flow(name="m1-logic-tasks-steps", flow_run_name="{config.name}-logic-tasks-steps", log_prints=True)
@@ -207,13 +223,8 @@ def logic_steps(config: PipelineConfig) -> dict:
     df = steps.record(over(tasks, Generate(source_hash(verifiers.logic)), chunks(p.specs, n)))
     df = steps.record(once(tasks, Schema("logic items"), df))
     df = steps.record(mapped(tasks, GoldCheck(), df, n))
-    df, parents = deduplicate(tasks, steps, config, df, "logic", AGAINST)
-    params = {
-        "logic": config.logic.model_dump(mode="json"),
-        "bands": p.bands,
-        "skipped": p.skipped,
-        "minhash": config.curate.minhash.model_dump(mode="json"),
-    }
-    manifest = write(store, dataset_name(config.name, SYNLOGIC), df, steps, params=params, parents=parents)
+    df = deduplicate(tasks, steps, config, df)
+    params = {"logic": config.logic.model_dump(mode="json"), "bands": p.bands, "skipped": p.skipped}
+    manifest = write(store, dataset_name(config.name, SYNLOGIC), df, steps, params=params)
     steps.logger.info("%d of %d tasks resumed from cache", tasks.cached, len(tasks.states))
     return publish(manifest, df, steps, notes) | {"tasks": tasks.states}

@@ -1,5 +1,5 @@
 """The steps both task-data flows share, as `Step`s (flows/curate/step.py) or the helpers their steps
-call: schema validation, the answer check, exact dedup among the items, dedup against the run's datasets.
+call: schema validation, the answer check, exact dedup among the items.
 
 Not a flow: steps both task-data flows run, kept beside them.
 """
@@ -10,17 +10,15 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from flows.config import MinhashConfig, PipelineConfig
+from flows.config import PipelineConfig
 from flows.curate.result import StepResult, split_by_reason
 from flows.curate.step_tasks import mapped
 from flows.curate.steps import ExactDedup
 from flows.curate.text import normalized
 from flows.curriculum.prompts import answer_text
-from flows.datasets import dataset_name
 from flows.runner import Tasks
 from flows.schema import validate_items
-from flows.store import DatasetStore, StepCount
-from flows.tasks.dedup import separate_from_dataset
+from flows.store import StepCount
 from flows.tasks.publish import Steps
 from verifiers.base import verify_safely
 
@@ -60,39 +58,10 @@ def answer_check(shard: pl.DataFrame, verifier, step: str, summary: str) -> Step
     return split_by_reason(shard, reason, step, summary)
 
 
-@dataclass(frozen=True)
-class DedupVsDataset:
-    name = "dedup-vs-dataset"
-    removes = "duplicates of the dataset's items (exact, or MinHash against its other domains)"
-    retry = False
-    reference: pl.DataFrame
-    dataset: str
-    domain: str
-    m: MinhashConfig
-
-    def run(self, rows: pl.DataFrame) -> StepResult:
-        return separate_from_dataset(rows, self.reference, self.dataset, self.domain, self.m)
-
-
-def deduplicate(
-    tasks: Tasks,
-    steps: Steps,
-    config: PipelineConfig,
-    df: pl.DataFrame,
-    domain: str,
-    against: tuple[str, ...],
-) -> tuple[pl.DataFrame, list[str]]:
-    """Exact dedup among the items, then against each of the run's datasets of the kinds `against`
-    that the store holds; returns the kept items and the versions compared against (the parents)."""
-    n, store = config.runner.shards, DatasetStore(config.home)
-    df = steps.record(mapped(tasks, ExactDedup(), df, n, by=normalized(pl.col("prompt"))))
-    parents = []
-    for kind in against:
-        name = dataset_name(config.name, kind)
-        if name not in store.names():
-            steps.skip(f"{name} is not in the store: nothing to deduplicate against")
-            continue
-        parents.append(store.manifest(name).ref)
-        step = DedupVsDataset(store.read(name), name, domain, config.curate.minhash)
-        df = steps.record(mapped(tasks, step, df, n))
-    return df, parents
+def deduplicate(tasks: Tasks, steps: Steps, config: PipelineConfig, df: pl.DataFrame) -> pl.DataFrame:
+    """Exact dedup among the items (same text after normalisation: the same puzzle, the same problem).
+    Duplicates of the run's other datasets are removed where the curriculum reads them together
+    (flows/curriculum/overlap.py), so that no producer's output depends on which ran first."""
+    return steps.record(
+        mapped(tasks, ExactDedup(), df, config.runner.shards, by=normalized(pl.col("prompt")))
+    )

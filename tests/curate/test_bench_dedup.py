@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from flows.bench.dedup import exact_pairs, make_corpus
@@ -39,3 +40,19 @@ def test_bench_dedup_tiny_prints_ratios():
         "machine load at start",
     ):
         assert text in res.output, text
+
+
+@pytest.mark.slow
+def test_bench_dedup_on_dask_prints_growth_beside_datatrove(tmp_path):
+    res = CliRunner().invoke(
+        app,
+        ["bench", "dedup", "--runner", "dask", "--docs", "3000,6000", "--partition-rows", "2000"]
+        + ["--check-docs", "3000", "--work-dir", str(tmp_path)],
+        terminal_width=250,
+        env={"M1_BENCH_LOAD_TOLERANCE": "100", "COLUMNS": "250"},  # the table's headers on one line
+    )
+    assert res.exit_code == 0, res.output
+    for text in ("driver peak MB", "worker peak MB", "spilled MB", "datatrove docs/s", "= one process"):
+        assert text in res.output, text
+    assert "identical clusters: True" in res.output and "growth 3,000 -> 6,000 (2x documents)" in res.output
+    assert "1,000,000,000 documents on these 2 workers" in res.output

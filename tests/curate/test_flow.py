@@ -42,7 +42,7 @@ def planted_kind(df: pl.DataFrame) -> list[str | None]:
     return [json.loads(m).get("planted") for m in df["metadata"]]
 
 
-def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_path):
+def test_flow_removes_planted_rows_and_a_rerun_reuses_it_or_hits_the_cache(prefect_harness, tmp_path):
     from flows.curate.flow import curate_flow as run
 
     cfg = tiny_config(tmp_path / "home")
@@ -66,12 +66,19 @@ def test_flow_removes_planted_rows_and_rerun_hits_cache(prefect_harness, tmp_pat
     assert "Cached" not in {state for _, state in out["tasks"]}
     assert len(list((tmp_path / "home" / "cache").iterdir())) >= 17  # persisted task results
     assert len(out["tasks"]) == 1 + 3 * 5 + 1  # generate, 5 steps over 3 shards, the MinHash reduce
-    # The rerun, through the CLI: every task resumes from cache, and the output is the same.
+    # The rerun, through the CLI: the same inputs, so nothing runs ...
     config_file = tmp_path / "curate.json"
     config_file.write_text(cfg.model_dump_json())
     res = CliRunner().invoke(app, ["curate", "run", "--config", str(config_file)], terminal_width=200)
     assert res.exit_code == 0, res.output
-    assert "17 of 17 tasks resumed from cache" in res.output
+    assert (
+        "unchanged: built from the same inputs before (built because: first build); nothing ran" in res.output
+    )
+    # ... and with the record of what built it gone, every task resumes from cache, to the same output.
+    (tmp_path / "home" / "datasets" / "t-curated" / "BUILT_FROM.json").unlink()
+    res = CliRunner().invoke(app, ["curate", "run", "--config", str(config_file)], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    assert "built because: first build; 17 of 17 tasks resumed from cache" in res.output
     assert store.versions("t-curated") == [1] and store.read("t-curated").equals(curated)  # same content
     assert store.versions("t-curated-clusters") == [1] and store.versions("t-curated-matches") == [1]
 
@@ -113,13 +120,17 @@ def test_dask_runner_gives_the_same_output_as_local(prefect_harness, dask_cluste
     from flows.curate.flow import curate_flow as run
 
     local = run(tiny_config(tmp_path / "local", shards=3))["manifest"]
-    dask = run(
-        tiny_config(tmp_path / "dask", shards=3, runner={"kind": "dask", "dask_address": dask_cluster})
-    )["manifest"]
+    out = run(tiny_config(tmp_path / "dask", shards=3, runner={"kind": "dask", "dask_address": dask_cluster}))
+    dask = out["manifest"]
     assert [s | {"removed": 0} for s in dask["steps"]] == [s | {"removed": 0} for s in local["steps"]]
     a = DatasetStore(tmp_path / "local").read("t-curated")
     b = DatasetStore(tmp_path / "dask").read("t-curated")
     assert a.equals(b) and a.height == local["rows"]
+    # the MinHash step ran on the distributed engine (one task driving the cluster), with equal clusters
+    assert ("minhash-dedup", "Completed") in [tuple(t) for t in out["tasks"]]
+    assert "minhash-sketch" not in {name for name, _ in out["tasks"]}
+    clusters = [DatasetStore(tmp_path / k).read("t-curated-clusters") for k in ("local", "dask")]
+    assert clusters[0].equals(clusters[1]) and "minhash-dedup" in set(clusters[1]["step"])
 
 
 def test_flow_dedups_across_sources_and_separates_from_sft(prefect_harness, tmp_path):

@@ -128,7 +128,9 @@ def test_a_step_removing_a_sources_rows_fails_the_flow(prefect_harness, tmp_path
 
 
 def test_m1_curate_ingest_refuses_a_file_it_would_mostly_quarantine(tmp_path, m1_home):
-    data = write_jsonl(tmp_path / "p.jsonl", [{"problem": " ", "answer": "1"}] * 10 + [{"problem": "1+1?"}])
+    data = write_jsonl(
+        tmp_path / "p.jsonl", [{"problem": " ", "answer": "1"}] * 10 + [{"problem": "1+1?", "answer": "2"}]
+    )
     runner = CliRunner()
     res = runner.invoke(app, ["curate", "ingest", "-i", str(data), "-n", "p"])
     assert res.exit_code == 1 and isinstance(res.exception, InputError)

@@ -94,6 +94,21 @@ def test_steps_to_target_are_measured_against_dapo_held_out_in_the_same_run():
     assert "a ratio of 0.25" in text and "supports" in text
 
 
+def test_a_warm_start_that_already_meets_the_target_is_zero_steps_and_no_claim():
+    """The edge where training is not needed to reach the target: steps to target 0 (not "never"), and
+    the half-the-steps claim is not judged on it (0 / 0)."""
+    arms = select("dapo,cispo")
+    results = [_run("dapo", s, [0.5, 0.4, 0.5]) for s in range(2)]  # final 0.5, met at the warm start
+    results += [_run("cispo", s, [0.5, 0.6, 0.6]) for s in range(2)]
+    summaries, target = summarise(results, arms, window=1)
+    assert target == pytest.approx(0.5)
+    assert {s.arm.name: s.reach for s in summaries} == {"dapo": [0, 0], "cispo": [0, 0]}
+    text = claim_check(summaries, 2)
+    assert "warm start already meets its own final held-out accuracy (steps to target 0)" in text
+    assert "a ratio of" not in text and "did not reach" not in text
+    assert summary_json(summaries, _rate(0.5))["arms"]["dapo"][0]["steps_to_target"] == 0
+
+
 def test_without_a_dapo_arm_steps_count_to_the_first_arms_final_and_say_so():
     arms = select("rft,cispo+positive-only")
     results = [_run("rft", s, [0.1, 0.3, 0.4]) for s in range(2)]  # final 0.4

@@ -1,5 +1,6 @@
-"""The paths a user takes across commands on a fresh M1_HOME: `m1 curate run` then `m1 train curriculum`,
-and the same two as deployments started one after the other from the Prefect API (as the UI does)."""
+"""A path a user takes across commands on a fresh M1_HOME, as deployments: `m1-curate` then
+`m1-train-curriculum` started one after the other from the Prefect API (as the UI does). The same path
+through the CLI, and the other orders, are tests/foundation/test_orders.py."""
 
 from __future__ import annotations
 
@@ -51,24 +52,6 @@ M1 = str(Path(sys.executable).with_name("m1"))
 
 def run(args, env, timeout=600):
     return subprocess.run([M1, *args], capture_output=True, text=True, env=env, timeout=timeout)
-
-
-@pytest.mark.slow
-def test_curate_then_train_curriculum_on_a_fresh_store(tmp_path):
-    config = tmp_path / "run.json"
-    config.write_text(json.dumps(SMALL))
-    env = os.environ | {"M1_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
-    curate = run(["curate", "run", "-c", str(config)], env)
-    assert curate.returncode == 0, curate.stderr[-2000:]
-    listed = run(["train", "list-stages", "-c", str(config), "--json"], env)
-    assert [r["state"] for r in json.loads(listed.stdout)] == ["pending (datasets missing)"] * 2
-    train = run(["train", "curriculum", "-c", str(config)], env)
-    assert train.returncode == 0, train.stderr[-2000:]
-    data = run(["data", "list", "--json"], env)
-    assert {"user-curated", "user-synlogic", "user-code"} <= {d["name"] for d in json.loads(data.stdout)}
-    assert "reasoning" in train.stdout and "length-window" in train.stdout
-    listed = run(["train", "list-stages", "-c", str(config), "--json"], env)
-    assert [r["state"] for r in json.loads(listed.stdout)] == ["done", "done"]
 
 
 @pytest.mark.slow

@@ -144,12 +144,18 @@ def test_run_judge_serves_the_runs_judge_once_for_everything_inside(tiny_checkpo
     with run_judge(config):  # no judge trained yet: nothing to serve
         assert "M1_GENRM_URL" not in os.environ
     shutil.copytree(tiny_checkpoint, judge_dir(config))
+    with run_judge(config):  # nothing inside is judged: no server starts
+        with judge_for(config, ["math"]) as options:
+            assert options == {} and "M1_GENRM_URL" not in os.environ
     with run_judge(config):
-        url = os.environ["M1_GENRM_URL"]
-        assert os.environ["M1_GENRM_MAX_TOKENS"] == "16"
+        assert "M1_GENRM_URL" not in os.environ  # started when something inside first needs it
+        urls = []
         for _ in range(2):  # stages and evaluations inside use it instead of starting their own
             with judge_for(config, ["genrm"]) as options:
                 assert "url" not in options["genrm"]
+                urls.append(os.environ["M1_GENRM_URL"])
+        url = urls[0]
+        assert urls == [url, url] and os.environ["M1_GENRM_MAX_TOKENS"] == "16"
         from verifiers.genrm.options import JudgeOptions
 
         opts = JudgeOptions.resolve()

@@ -5,6 +5,7 @@ stay true for the installed reasoning-gym (skipped when reasoning-gym is absent)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -32,23 +33,85 @@ from verifiers.logic.reasoning_gym_adapter import (  # noqa: E402
     refusal,
     settings,
 )
-from verifiers.logic.verifier import LogicVerifier  # noqa: E402
 
 LISTED = [*sorted(TASKS), *(f"rg_{name}" for name in available())]  # what `m1 logic list` shows
 CASES = [(name, d) for name in LISTED for d in get_task(name).difficulties]
 
 
+ITEMS = 3  # per listed level, as `m1 logic generate -t <name> -d <level> -n 3` writes them
+
+# A run generates items in one process (the logic flow) and scores them in others (the gold check of a
+# later run, training, `m1 verify`), each with its own hash seed and its own order of tasks. So items
+# are generated in one process and scored in another, with another PYTHONHASHSEED and the tasks in the
+# reverse order: a verifier that rebuilds a puzzle differently there (a generator that iterates over a
+# set, state an earlier task left behind) shows as a gold answer that scores 0.
+GENERATE = """
+import json, sys
+from flows.commands.logic import instance_seed
+from verifiers.logic import get_task
+with open(sys.argv[2], "w") as out:
+    for name, difficulty in json.load(open(sys.argv[1])):
+        for i in range(int(sys.argv[3])):
+            item = get_task(name).generate(difficulty, instance_seed(0, i)).to_item(i)
+            out.write(json.dumps(item) + "\\n")
+"""
+SCORE = """
+import json, sys
+from flows.curriculum.prompts import answer_text
+from verifiers.logic.verifier import LogicVerifier
+items = [json.loads(line) for line in open(sys.argv[1])]
+with open(sys.argv[2], "w") as out:
+    for item in reversed(items):
+        response = "</think>\\n" + answer_text(item)  # the SFT target after the reasoning
+        (reward,) = LogicVerifier().verify([item | {"response": response}])
+        out.write(json.dumps({"id": item["id"], "reward": reward.reward, "details": reward.details}) + "\\n")
+"""
+
+
+def _in_processes(script: str, hash_seed: str, jobs: list[list[str]]) -> None:
+    """`script` once per argument list, side by side (two halves of the cases use both cores)."""
+    env = os.environ | {"PYTHONHASHSEED": hash_seed}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, *args], env=env, stderr=subprocess.PIPE, text=True)
+        for args in jobs
+    ]
+    errors = [p.communicate(timeout=1800)[1] for p in procs]
+    for p, err in zip(procs, errors, strict=True):
+        assert p.returncode == 0, err[-3000:]
+
+
+@pytest.fixture(scope="module")
+def gold_scores(request, tmp_path_factory) -> dict[str, dict]:
+    """The items of every selected level (all of them, unless `-k` chose), generated with one hash seed
+    and scored with another: id -> result."""
+    chosen = {
+        (item.callspec.params["name"], item.callspec.params["difficulty"])
+        for item in request.session.items
+        if getattr(item, "originalname", "")
+        == test_every_listed_levels_gold_scores_one_in_another_process.__name__
+    }
+    cases = [case for case in CASES if case in chosen]  # in the order `m1 logic list` gives
+    d = tmp_path_factory.mktemp("gold")
+    halves = [cases[0::2], cases[1::2]]
+    for k, half in enumerate(halves):
+        (d / f"cases{k}.json").write_text(json.dumps(half))
+    _in_processes(
+        GENERATE, "1", [[str(d / f"cases{k}.json"), str(d / f"items{k}.jsonl"), str(ITEMS)] for k in (0, 1)]
+    )
+    _in_processes(SCORE, "2", [[str(d / f"items{k}.jsonl"), str(d / f"scores{k}.jsonl")] for k in (0, 1)])
+    scores = [json.loads(line) for k in (0, 1) for line in (d / f"scores{k}.jsonl").read_text().splitlines()]
+    return {s["id"]: s for s in scores}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "difficulty"), CASES, ids=[f"{n}-d{d}" for n, d in CASES])
-def test_every_listed_level_generates_three_items_whose_gold_scores_one(name, difficulty):
-    """What `m1 logic generate -t <name> -d <level> -n 3` writes, scored as the logic flow's gold check
-    scores it."""
-    task = get_task(name)
-    items = [task.generate(difficulty, instance_seed(0, i)).to_item(i) for i in range(3)]
-    rewards = LogicVerifier().verify(
-        [it | {"response": f"<answer>{it['reference']}</answer>"} for it in items]
-    )
-    assert [r.reward for r in rewards] == [1.0] * 3, [r.details for r in rewards]
+def test_every_listed_levels_gold_scores_one_in_another_process(gold_scores, name, difficulty):
+    """What `m1 logic generate -t <name> -d <level> -n 3` writes, its gold answer given back as the SFT
+    warm start's target after the reasoning (`</think>` then `<answer>REF</answer>`), scored as the logic
+    flow's gold check, `m1 verify` and training score it."""
+    ids = [f"{name}-d{difficulty}-s{instance_seed(0, i)}-{i}" for i in range(ITEMS)]
+    got = [gold_scores[i] for i in ids]
+    assert [g["reward"] for g in got] == [1.0] * ITEMS, [g["details"] for g in got]
 
 
 def test_what_was_broken_is_listed_and_what_cannot_work_is_not():

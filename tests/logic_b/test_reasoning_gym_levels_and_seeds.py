@@ -24,4 +24,4 @@ def test_an_instance_keeps_its_seed_in_the_item():
     task = get_task("rg_basic_arithmetic")
     inst = task.generate(2, 7)
     assert inst.seed == 7 and inst.difficulty == 2
-    assert inst.puzzle == {"dataset": "basic_arithmetic", "difficulty": 2, "seed": 7}
+    assert inst.puzzle == {"dataset": "basic_arithmetic", "difficulty": 2, "seed": 7, "answer": inst.answer}

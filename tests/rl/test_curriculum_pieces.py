@@ -109,7 +109,10 @@ def config(tmp_path) -> PipelineConfig:
 def test_datasets_with_different_columns_are_read_together(tmp_path):
     store = DatasetStore(tmp_path / "home")
     store.write("t-curated", task_items(6))
-    store.write("extra", task_items(4, domain="logic", task="x").with_columns(pl.lit("s").alias("solution")))
+    extra = task_items(4, domain="logic", task="x").with_columns(
+        pl.lit("s").alias("solution"), pl.format("Puzzle {}: what comes next?", "id").alias("prompt")
+    )  # other prompts than the curated items' (a duplicate of an earlier dataset's item is left out)
+    store.write("extra", extra)
     text = CURRICULUM.replace('datasets = ["{run}-curated"]', 'datasets = ["{run}-curated", "extra"]')
     data = load_data(store, curriculum_of(tmp_path, text), "t", 0.5)
     assert data.refs == ["t-curated@v1", "extra@v1"]
@@ -175,7 +178,11 @@ def test_the_stage_table_shows_each_stage_and_its_state(config):
     ]
     assert rows[0]["mixture"] == {"math": 1.0} and rows[0]["overrides"] == {} and rows[0]["window_step"] == 0
     missing = config.model_copy(update={"name": "nodata"})
-    assert {r["state"] for r in stage_table(missing)} == {"pending (datasets missing)"}
+    assert {r["state"] for r in stage_table(missing)} == {"pending"}
+    assert {r["reason"] for r in stage_table(missing)} == {
+        f"datasets missing: dataset 'nodata-curated' does not exist in {DatasetStore(config.home).datasets} "
+        "(curriculum test reads it; `m1 run` builds every dataset, `m1 curate run` the curated one)"
+    }
     assert (
         plan(config, load_curriculum(config.train.curriculum), [], DatasetStore(config.home))[0].start
         == "base"
@@ -193,3 +200,22 @@ def test_the_trainer_gets_every_loss_setting_and_the_stages_window():
     assert (loss.eps_is_low, loss.eps_is_high) == (0.5, 2.0)
     assert (rl.max_new_tokens, rl.max_new_tokens_limit, rl.window_step) == (4, stage.max_new_tokens, 2)
     assert rl.stop_token_ids == () and rl.pad_token_id == 0
+
+
+def test_a_curated_dataset_no_one_built_is_left_out_of_training_with_a_note(tmp_path, monkeypatch):
+    """The training commands build the generated datasets they lack but never the user's curated data:
+    a curriculum without it drops it (and the math it alone supplies) and says so; `m1 run`, which
+    curates first, keeps it; once it is in the store it is read."""
+    monkeypatch.delenv("M1_GENRM_URL", raising=False)
+    config = PipelineConfig(name="fresh", home=str(tmp_path / "home"), genrm={"enabled": False})
+    curriculum, notes = active_curriculum(config)
+    assert "{run}-curated" not in curriculum.datasets
+    assert (
+        "dataset {run}-curated: not in the store (fresh-curated: `m1 curate run` or `m1 run` builds it)"
+        in notes
+    )
+    assert "stage reasoning: mixture without math" in notes
+    assert all("math" not in s.mixture for s in curriculum.stages) and curriculum.stages
+    assert "{run}-curated" in active_curriculum(config, builds_curated=True)[0].datasets
+    DatasetStore(config.home).write("fresh-curated", task_items(2))
+    assert "{run}-curated" in active_curriculum(config)[0].datasets

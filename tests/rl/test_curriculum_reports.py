@@ -235,6 +235,7 @@ def test_the_stage_summary_and_its_validation_rows():
         [{"reward_mean": 0.1}, {"reward_mean": 0.4}],
         validation={"start": {"val/all": 0.2, "val/math": 0.2}, "end": {"val/all": 0.6}},
         samples="/s.jsonl",
+        reason="train.rl_lr 0.0001 -> 0.0002",
     )
     summary = result.summary()
     assert summary == {
@@ -251,6 +252,8 @@ def test_the_stage_summary_and_its_validation_rows():
         "notes": [],
         "plots": [],
         "samples": "/s.jsonl",
+        "reason": "train.rl_lr 0.0001 -> 0.0002",
+        "reused": False,
     }
     assert validation_rows(summary) == [
         {"set": "all", "start": 0.2, "end": 0.6},
@@ -336,25 +339,27 @@ def stage_folder(tmp_path) -> StagePaths:
 def test_checkpoints_are_kept_only_when_trained_from_the_same_fingerprint(tmp_path, caplog):
     logger = logging.getLogger("tests.curriculum.reset")
     paths = stage_folder(tmp_path)
+
+    def planned(fingerprint: str, reason: str = "") -> SimpleNamespace:  # what reset reads of a StagePlan
+        return SimpleNamespace(fingerprint=fingerprint, reason=reason)
+
     with caplog.at_level(logging.INFO, logger=logger.name):
-        _reset_if_changed(paths, "old", False, logger)
+        _reset_if_changed(paths, planned("old"), False, logger)
         assert (paths.checkpoints / "step-000001").is_dir() and paths.final.is_dir()
         assert caplog.messages == []
-        _reset_if_changed(paths, "new", False, logger)
+        _reset_if_changed(paths, planned("new", "train.rl_lr 0.0001 -> 0.0002"), False, logger)
     assert not paths.final.exists() and not (paths.checkpoints / "step-000001").exists()
     assert (paths.checkpoints / "FINGERPRINT").read_text() == "new\n"
-    assert caplog.messages == [
-        "stage a: discarding its checkpoints (its settings, data or start checkpoint changed)"
-    ]
+    assert caplog.messages == ["stage a: discarding its checkpoints (train.rl_lr 0.0001 -> 0.0002)"]
     assert sorted(p.name for p in tmp_path.joinpath("a").iterdir()) == [
         "checkpoints"
     ]  # nothing left discarded
     caplog.clear()
     paths = stage_folder(tmp_path / "again")
     with caplog.at_level(logging.INFO, logger=logger.name):
-        _reset_if_changed(paths, "old", True, logger)
+        _reset_if_changed(paths, planned("old"), True, logger)
     assert not paths.final.exists() and not (paths.checkpoints / "step-000001").exists()
     assert caplog.messages == ["stage a: discarding its checkpoints (--restart)"]
     fresh = StagePaths(tmp_path / "fresh")
-    _reset_if_changed(fresh, "fp", False, logger)  # a first run: only the marker
+    _reset_if_changed(fresh, planned("fp"), False, logger)  # a first run: only the marker
     assert json.dumps(sorted(p.name for p in fresh.checkpoints.iterdir())) == '["FINGERPRINT"]'

@@ -8,10 +8,11 @@ import json
 import polars as pl
 import pytest
 
-from flows.config import TrainConfig
+from flows.config import PipelineConfig
 from flows.curriculum import load_curriculum
-from flows.curriculum.fingerprint import stage_fingerprint
+from flows.curriculum.fingerprint import stage_inputs
 from flows.curriculum.mixture import difficulty_band
+from flows.lineage import changes, fingerprint
 
 
 def test_a_switched_off_domain_is_named_in_each_stage_that_loses_it():
@@ -58,9 +59,16 @@ def test_an_open_end_of_the_difficulty_band_is_infinite(lo, hi, band, kept):
     assert notes[0] == f"stage reasoning: difficulty band {band} keeps {kept} of 4 items"
 
 
-def test_the_datasets_read_are_part_of_a_stages_fingerprint():
-    tc = TrainConfig()
-    one = stage_fingerprint({"name": "s"}, tc, {}, [], ["t-curated@v1"], "start")
-    assert one == stage_fingerprint({"name": "s"}, tc, {}, [], ["t-curated@v1"], "start")
-    assert one != stage_fingerprint({"name": "s"}, tc, {}, [], ["t-curated@v2"], "start")
-    assert one != stage_fingerprint({"name": "s"}, tc, {}, [], ["t-curated@v1"], "other start")
+def test_the_datasets_read_and_the_start_are_part_of_a_stages_fingerprint():
+    config = PipelineConfig()
+
+    def fp(refs, start):
+        return fingerprint(stage_inputs(config, {"name": "s"}, config.train, {}, refs, start))
+
+    one = fp(["t-curated@v1"], "start")
+    assert one == fp(["t-curated@v1"], "start")
+    assert one != fp(["t-curated@v2"], "start")
+    assert one != fp(["t-curated@v1"], "other start")
+    old = stage_inputs(config, {"name": "s"}, config.train, {}, ["t-curated@v1"], "start")
+    new = stage_inputs(config, {"name": "s"}, config.train, {}, ["t-curated@v2"], "other start")
+    assert changes(old, new) == ["t-curated v1 -> v2", "start checkpoint replaced"]

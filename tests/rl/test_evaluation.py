@@ -204,3 +204,43 @@ def test_the_run_the_stages_and_the_experiments_evaluate_through_one_function(
 
     assert result["items"]["math"] == 3  # eval.n_items of the tiny config's held-out split
     assert sorted(set(calls)) == ["experiment", "run", "stage"]
+
+
+def test_an_evaluation_on_the_same_inputs_is_reused_and_reruns_when_one_changes(
+    monkeypatch, tiny_stage, prefect_harness
+):
+    """flows/evaluate.py keeps each result with what it was computed from (the checkpoint, the data
+    versions, the evaluation settings): the same again decodes nothing; another setting or another
+    checkpoint evaluates again."""
+    import m1model.rl.evaluation as one
+    from flows.config import apply_overrides, load_config
+    from flows.curriculum.base import base_tokenizer, fresh_model
+    from flows.evaluate import evaluate
+    from m1model.policy import save_policy
+
+    decoded: list[int] = []
+    real = one.greedy_completions
+    monkeypatch.setattr(
+        one, "greedy_completions", lambda m, p, **kw: decoded.append(len(p)) or real(m, p, **kw)
+    )
+    path, home, _ = tiny_stage(steps=1)
+    config = load_config(path)
+    rows = [
+        {"id": "x", "domain": "math", "task": "add", "prompt": "1 + 5 =", "reference": "6", "metadata": "{}"}
+    ]
+    tokenizer = base_tokenizer(rows, config.model.vocab_size)
+    save_policy(fresh_model(config.model, tokenizer), tokenizer, home / "policy")
+
+    first = evaluate(config, str(home / "policy"), "before")
+    assert decoded and (home / "runs" / config.name / "eval" / "before.json").is_file()
+    n = len(decoded)
+    again = evaluate(config, str(home / "policy"), "before")
+    assert len(decoded) == n and again == first  # nothing decoded, the same result
+    save_policy(
+        fresh_model(config.model.model_copy(update={"seed": 1}), tokenizer), tokenizer, home / "policy"
+    )
+    evaluate(config, str(home / "policy"), "before")  # the checkpoint's weights changed under its path
+    assert len(decoded) > n
+    n = len(decoded)
+    fewer = evaluate(apply_overrides(config, ["eval.n_items=1"]), str(home / "policy"), "before")
+    assert len(decoded) > n and fewer["items"]["math"] == 1

@@ -12,8 +12,11 @@ import pytest
 
 from flows.config import PipelineConfig, apply_overrides, load_config
 from flows.curriculum import load_curriculum
+from flows.curriculum.base import base_folder
+from flows.curriculum.fingerprint import base_inputs
 from flows.curriculum.layout import stage_paths
-from flows.curriculum.plan import plan
+from flows.curriculum.plan import base_state, plan
+from flows.lineage import fingerprint
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore
 
@@ -147,3 +150,120 @@ def test_a_changed_first_stage_changes_what_every_later_stage_is_built_from(conf
     assert [p.state for p in plans] == ["stale"] * 3
     # not only stale by position: b and c start from another a, so their own fingerprints change
     assert all(p.fingerprint != fps[p.name] for p in plans)
+
+
+def build_recorded(config: PipelineConfig) -> None:
+    """The base and every stage as planned, each recording the inputs it was built from (as the training
+    flows write them), so that a later plan can say what changed."""
+    store = DatasetStore(config.home)
+    refs = [store.manifest("t-curated").ref]
+    base = base_folder(config)
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "config.json").write_text("{}")
+    inputs = base_inputs(config, refs)
+    (base / "training.json").write_text(json.dumps({"fingerprint": fingerprint(inputs), "inputs": inputs}))
+    for p in stage_plan(config):
+        final = stage_paths(config, p.name).final
+        final.mkdir(parents=True, exist_ok=True)
+        (final / "config.json").write_text("{}")
+        (final / "training.json").write_text(json.dumps({"fingerprint": p.fingerprint, "inputs": p.inputs}))
+
+
+def reasons(config: PipelineConfig) -> list[tuple[str, str]]:
+    return [(p.state, p.reason) for p in stage_plan(config)]
+
+
+def test_done_stages_give_no_reason(config):
+    build_recorded(config)
+    assert reasons(config) == [("done", "")] * 3
+    assert base_state(config, [DatasetStore(config.home).manifest("t-curated").ref], DatasetStore())[1:] == (
+        "done",
+        "",
+    )
+
+
+def test_a_stale_stage_says_which_setting_changed_and_the_later_ones_that_their_start_is_rerun(config):
+    build_recorded(config)
+    assert reasons(apply_overrides(config, ["train.rl_lr=0.05"])) == [
+        ("stale", "train.rl_lr 0.0001 -> 0.05"),
+        ("stale", "train.rl_lr 0.0001 -> 0.05; start checkpoint replaced: stage a is rerun"),
+        ("stale", "train.rl_lr 0.0001 -> 0.05; start checkpoint replaced: stage b is rerun"),
+    ]
+
+
+def test_a_changed_base_setting_is_named_where_the_first_stage_starts(config):
+    build_recorded(config)
+    first, second, _ = reasons(apply_overrides(config, ["train.sft_steps=7"]))
+    assert first == (
+        "stale",
+        "start checkpoint replaced: the base model is rebuilt (train.sft_steps 1200 -> 7)",
+    )
+    assert second == ("stale", "start checkpoint replaced: stage a is rerun")
+
+
+def test_a_new_dataset_version_is_named_old_to_new(config):
+    build_recorded(config)
+    DatasetStore().write("t-curated", items(5))
+    first = reasons(config)[0]
+    assert first[0] == "stale" and first[1].startswith("t-curated v1 -> v2; start checkpoint replaced: ")
+    assert "the base model is rebuilt (t-curated v1 -> v2)" in first[1]
+
+
+def test_a_stage_behind_one_whose_final_model_is_gone_says_so(config):
+    build_recorded(config)
+    stage_paths(config, "a").final.joinpath("config.json").unlink()
+    assert reasons(config) == [
+        ("pending", "not built yet"),
+        ("stale", "an earlier stage (a) is rerun first"),
+        ("stale", "an earlier stage (a) is rerun first"),
+    ]
+
+
+def test_a_record_from_before_inputs_were_kept_says_so(config):
+    build_all(config)  # fingerprints only, as earlier releases wrote them
+    assert reasons(apply_overrides(config, ["train.rl_lr=0.05"]))[0] == (
+        "stale",
+        "built before its inputs were recorded",
+    )
+
+
+def test_the_base_counts_a_pass_rate_filtered_version_as_the_one_it_was_filtered_from(config):
+    """The pass-rate filter samples the base itself: the version it derives must not make the base stale
+    (base_refs), while a new version from curation does."""
+    store = DatasetStore(config.home)
+    first = base_state(config, ["t-curated@v1"], store)[0]
+    store.write("t-curated", items(3), params={"filtered_from": "t-curated@v1"})
+    assert base_state(config, ["t-curated@v2"], store)[0] == first
+    store.write("t-curated", items(2))
+    assert base_state(config, ["t-curated@v3"], store)[0] != first
+
+
+def test_train_stage_says_first_what_it_will_rebuild_and_why(config):
+    """`m1 train stage X [--restart]` prints, before any work, what it reuses, retrains, discards or turns
+    stale, and why (flows/commands/train.py `stage_announcement`)."""
+    from flows.commands.train import stage_announcement
+
+    build_recorded(config)
+    checkpoints = stage_paths(config, "a").checkpoints
+    for step in ("step-000001", "step-000002"):
+        (checkpoints / step).mkdir(parents=True)
+    assert stage_announcement(config, "a", False) == [
+        "stage a: done and unchanged: reused (--restart trains it again)"
+    ]
+    assert stage_announcement(config, "a", True) == [
+        "stage a: --restart: its 2 step checkpoint(s) and final model are discarded, and it trains 2 steps "
+        "from its start",
+        "stale afterwards (their start is replaced): b, c",
+    ]
+    lines = stage_announcement(apply_overrides(config, ["train.sft_steps=7"]), "a", False)
+    assert (
+        lines[0] == "the base model is rebuilt first (train.sft_steps 1200 -> 7): tokenizer and 7 SFT steps"
+    )
+    assert lines[1] == (
+        "stage a: retrained from its start, 2 step checkpoint(s) discarded (start checkpoint replaced: the "
+        "base model is rebuilt (train.sft_steps 1200 -> 7))"
+    )
+    assert lines[2] == "still to rerun after it (`m1 train curriculum` reruns them): b, c"
+    assert stage_announcement(config, "b", False) == [
+        "stage b: done and unchanged: reused (--restart trains it again)"
+    ]

@@ -323,7 +323,7 @@ def test_cli_list_stages_json(tmp_path):
 
     rows = stages()
     assert [r["stage"] for r in rows] == ["reasoning", "general", "length-80k"]
-    assert set(rows[0]) == {"stage", "mixture", "window", "steps", "start", "done", "state"}
+    assert set(rows[0]) == {"stage", "mixture", "window", "steps", "start", "done", "state", "reason"}
     assert rows[2]["window"] == [49152, 81920] and rows[2]["start"] == "general" and rows[0]["done"] is False
     # the general stage exists only where the run builds general data
     assert [r["stage"] for r in stages("-s", "genrm.enabled=false")] == ["reasoning", "length-80k"]

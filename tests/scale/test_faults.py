@@ -157,11 +157,11 @@ def test_deploy_stops_within_seconds_when_the_server_went_away(tmp_path):
             t0 = time.monotonic()
             term.send_signal(signal.SIGTERM)
             os.killpg(intr.pid, signal.SIGINT)
-            for proc, log in ((term, logs[0]), (intr, logs[1])):
+            for proc, log, signum in ((term, logs[0], signal.SIGTERM), (intr, logs[1], signal.SIGINT)):
                 try:
                     proc.wait(timeout=20)
                 except Exception:  # noqa: BLE001
                     pytest.fail(f"m1 deploy still running 20 s after the signal:\n{log.read_text()[-3000:]}")
                 assert f"the Prefect server at {api} is unreachable" in log.read_text(), log.read_text()
-                assert proc.returncode == 0, log.read_text()
-            assert time.monotonic() - t0 < 20
+                assert proc.returncode == 128 + signum, log.read_text()  # as every m1 command stopped so
+            assert time.monotonic() - t0 < 5

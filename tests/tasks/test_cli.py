@@ -35,14 +35,23 @@ def test_round_trip_on_a_fresh_home(prefect_harness, m1_home):
     )
     assert code.exit_code == 0, code.output
     assert "r-code@v1: 4 items, 0 quarantined" in code.output and "reference-check" in code.output
+    assert "built because: first build; 0 of " in code.output
     store = DatasetStore(m1_home)
     assert store.names() == ["r-code", "r-synlogic"]
-    assert store.manifest("r-code").parents == ["r-synlogic@v1"]
+    assert store.manifest("r-code").parents == [] and store.manifest("r-synlogic").parents == []
     again = runner.invoke(
         app, ["tasks", "logic", "-s", "name=r", "-s", "logic.n_items=14"], terminal_width=200
+    )  # the code dataset now exists: the logic dataset does not depend on it, nothing runs
+    assert again.exit_code == 0 and "r-synlogic@v1" in again.output, again.output
+    assert (
+        "unchanged: built from the same inputs before (built because: first build); nothing ran"
+        in again.output
     )
-    assert again.exit_code == 0 and "r-synlogic@v2" in again.output
-    assert "resumed from cache" in again.output and " 0 of " not in again.output
+    more = runner.invoke(
+        app, ["tasks", "logic", "-s", "name=r", "-s", "logic.n_items=15"], terminal_width=200
+    )
+    assert more.exit_code == 0 and "r-synlogic@v2" in more.output, more.output
+    assert "built because: logic.n_items 14 -> 15; " in more.output and "resumed from cache" in more.output
 
 
 def test_bad_config_is_one_line_exit_2_and_writes_nothing(m1_home, tmp_path, monkeypatch, capsys):

@@ -140,8 +140,11 @@ def test_flow_writes_every_family_with_references_the_code_verifier_accepts(
     assert (
         Artifact.get("t-code-tasks-mixture") is not None and Artifact.get("t-code-tasks-progress") is not None
     )
-    again = code_tasks(cfg)
-    assert {state for _, state in again["tasks"]} == {"Cached"}
+    again = code_tasks(cfg)  # same inputs: nothing runs, the recorded result comes back
+    assert again["reused"] and again["tasks"] == [] and again["manifest"] == out["manifest"]
+    (home / "datasets" / "t-code" / "BUILT_FROM.json").unlink()  # forgotten: the steps run, from cache
+    rerun = code_tasks(cfg)
+    assert {state for _, state in rerun["tasks"]} == {"Cached"}
     assert store.versions("t-code") == [1] and store.read("t-code").equals(df)  # same content, same version
 
 
@@ -180,30 +183,26 @@ def test_testgen_endpoint_adds_checked_tests(prefect_harness, home, openai_serve
     assert "testgen: 5 tests added of 7 inputs proposed; 0 problems without a usable reply" in out["notes"]
 
 
-def test_code_items_dedup_against_the_runs_logic_items(prefect_harness, home):
+def test_code_items_do_not_depend_on_the_runs_logic_items(prefect_harness, home):
+    """A copy of a logic item stays in {run}-code: the curriculum reading both leaves it out
+    (tests/rl/test_overlaps.py), so the code dataset is the same whether the logic one exists or not."""
     from flows.schema import ITEM_COLUMNS
     from flows.tasks.code import code_tasks
 
     cfg = small_config(home, code={"families": ["fizzbuzz", "to_base"], "n_problems": 2})
+    code_tasks(cfg.model_copy(update={"name": "alone"}))
     copied = problem("to_base", 0, 4).statement
-    DatasetStore(home).write(
-        "t-synlogic",
-        pl.DataFrame(
-            [
-                {
-                    "id": "lg-1",
-                    "source": "x",
-                    "domain": "logic",
-                    "task": "x",
-                    "prompt": copied,
-                    "reference": "",
-                    "metadata": "{}",
-                }
-            ],
-            schema=ITEM_COLUMNS,
-        ),
-    )
+    logic = {
+        "id": "lg-1",
+        "source": "x",
+        "domain": "logic",
+        "task": "x",
+        "prompt": copied,
+        "reference": "",
+        "metadata": "{}",
+    }
+    DatasetStore(home).write("t-synlogic", pl.DataFrame([logic], schema=ITEM_COLUMNS))
     out = code_tasks(cfg)
-    quarantine = DatasetStore(home).quarantine("t-code")
-    assert quarantine["reason"].to_list() == ["duplicate of t-synlogic item lg-1 (exact 1.0)"]
-    assert out["manifest"]["parents"] == ["t-synlogic@v1"] and out["manifest"]["rows"] == 1
+    assert DatasetStore(home).quarantine("t-code") is None
+    assert out["manifest"]["parents"] == [] and out["manifest"]["rows"] == 2
+    assert DatasetStore(home).read("t-code").equals(DatasetStore(home).read("alone-code"))

@@ -1,14 +1,15 @@
-"""`{run}-synlogic`: the plan from bands, the written items, dedup against the run's data, cache."""
+"""`{run}-synlogic`: the plan from bands, the written items (apart from the run's other data), reuse, cache."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
 
-import polars as pl
 import pytest
 
 from flows.config import SHORT_ANSWER_LOGIC_TASKS, LogicTasksConfig, PipelineConfig, PolicyConfig
+from flows.curriculum import load_curriculum
+from flows.curriculum.mixture import load_data
 from flows.errors import ConfigError, InputError
 from flows.store import DatasetStore
 from flows.tasks.logic import _item, plan
@@ -82,7 +83,7 @@ def test_unknown_task_and_bad_band_are_one_line_config_errors(home):
         LogicTasksConfig(default_band=(3, 2))
 
 
-def test_flow_writes_checked_items_dedups_against_curated_and_resumes(prefect_harness, home):
+def test_flow_writes_checked_items_apart_from_curated_and_reuses_them(prefect_harness, home):
     from prefect.artifacts import Artifact
 
     from flows.schema import validate_items
@@ -114,24 +115,10 @@ def test_flow_writes_checked_items_dedups_against_curated_and_resumes(prefect_ha
     meta = [json.loads(m) for m in df["metadata"]]
     assert {m["difficulty"] for m in meta} == {1, 2, 3} and {tuple(m["band"]) for m in meta} == {(1, 2)}
 
-    quarantine = store.quarantine("t-synlogic")
-    reasons = dict(zip(quarantine["id"], quarantine["reason"], strict=True))
-    assert reasons[copied["id"]] == "duplicate of t-curated item cur-copy (exact 1.0)"
-    assert reasons[edited["id"]].startswith("duplicate of t-curated item cur-edit (minhash 0.")
-    assert set(quarantine.filter(pl.col("step") == "dedup-vs-t-curated")["id"]) == {
-        copied["id"],
-        edited["id"],
-    }
+    assert store.quarantine("t-synlogic") is None  # the copies of curated items stay in the dataset ...
     manifest = out["manifest"]
-    assert [s["step"] for s in manifest["steps"]] == [
-        "generate",
-        "schema",
-        "gold-check",
-        "exact-dedup",
-        "dedup-vs-t-curated",
-    ]
-    assert manifest["parents"] == ["t-curated@v1"] and manifest["rows"] == df.height
-    assert manifest["steps"][0]["rows_in"] == 28 and manifest["rows"] + manifest["quarantined"] == 28
+    assert [s["step"] for s in manifest["steps"]] == ["generate", "schema", "gold-check", "exact-dedup"]
+    assert manifest["parents"] == [] and manifest["rows"] == df.height == 28
     assert sum(r["rows"] for r in out["mixture"]) == df.height
     assert "Cached" not in {state for _, state in out["tasks"]}
     for suffix in ("mixture", "steps", "report", "progress"):
@@ -140,9 +127,23 @@ def test_flow_writes_checked_items_dedups_against_curated_and_resumes(prefect_ha
         out["report"].startswith("## logic tasks: t-synlogic@v1")
         and "| bit_manipulation | 1 |" in out["report"]
     )
+    # ... and the curriculum that reads both leaves them out, each with the item it duplicates
+    toml = home / "both.toml"
+    toml.write_text(
+        'name = "both"\ndatasets = ["{run}-curated", "{run}-synlogic"]\n'
+        '[[stages]]\nname = "s"\nmixture = { logic = 1.0 }\nsteps = 1\nmax_new_tokens = 4\n'
+    )
+    data = load_data(store, load_curriculum(str(toml)), "t", 0.1, cfg.curate.minhash)
+    reasons = dict(zip(data.overlaps["id"], data.overlaps["reason"], strict=True))
+    assert set(reasons) == {copied["id"], edited["id"]}
+    assert reasons[copied["id"]] == "duplicate of t-curated item cur-copy (exact 1.0)"
+    assert reasons[edited["id"]].startswith("duplicate of t-curated item cur-edit (minhash 0.")
 
-    again = logic_tasks(cfg)
-    assert {state for _, state in again["tasks"]} == {"Cached"}
+    again = logic_tasks(cfg)  # same inputs: nothing runs, the recorded result comes back
+    assert again["reused"] and again["tasks"] == [] and again["manifest"] == manifest
+    (home / "datasets" / "t-synlogic" / "BUILT_FROM.json").unlink()  # forgotten: the steps run, from cache
+    rerun = logic_tasks(cfg)
+    assert {state for _, state in rerun["tasks"]} == {"Cached"} and not rerun["reused"]
     assert store.versions("t-synlogic") == [1] and store.read("t-synlogic").equals(df)  # same content
 
 

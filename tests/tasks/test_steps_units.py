@@ -11,16 +11,15 @@ import logging
 import polars as pl
 import pytest
 
-from flows.config import LogicTasksConfig, MinhashConfig
+from flows.config import LogicTasksConfig
 from flows.curate.result import StepResult
 from flows.errors import ConfigError, InputError
 from flows.runner import ROW
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore, StepCount
 from flows.tasks import publish, steps
-from flows.tasks.dedup import separate_from_dataset
 from flows.tasks.logic import Generate, GoldCheck, Plan, Spec, _item, plan, preflight
-from flows.tasks.steps import DedupVsDataset, Schema, answer_check, chunks, deduplicate
+from flows.tasks.steps import Schema, answer_check, chunks, deduplicate
 from tests.tasks.conftest import frame, item, small_config
 from verifiers.base import Reward
 from verifiers.logic import get_task
@@ -197,39 +196,6 @@ def test_the_schema_step_quarantines_rows_that_do_not_fit():
         Schema("code items").run(rows.drop("metadata"))
 
 
-def reference_set() -> pl.DataFrame:
-    return frame([
-        item("r1", "count the apples in the basket of fruit on the old kitchen table today", domain="logic"),
-        item("r2", "a farmer walks to the market with seven sheep and three goats before noon"),
-    ])  # fmt: skip
-
-
-def test_dedup_against_a_dataset_is_exact_for_its_own_domain_and_near_for_others():
-    rows = frame([
-        item("x", "count the apples in the basket of fruit on the old kitchen table today", domain="logic"),
-        item("y", "count the apples in the basket of fruit on the old kitchen table today now", domain="logic"),
-        item("z", "a farmer walks to the market with seven sheep and three goats before noon!", domain="logic"),
-        item("w", "something else entirely about the rules of chess and the openings", domain="logic"),
-    ])  # fmt: skip
-    m = MinhashConfig(threshold=0.5)
-    res = separate_from_dataset(rows, reference_set(), "t-curated", "logic", m)
-    assert res.kept["id"].to_list() == ["y", "w"]  # y: a near copy, but of an item of its own domain
-    assert res.removed["id"].to_list() == ["x", "z"]
-    assert all("r1" in r or "r2" in r for r in res.removed["reason"].to_list())
-    assert res.count.step == "dedup-vs-t-curated" and (res.count.rows_in, res.count.rows_out) == (4, 2)
-    assert res.count.reason == (
-        "duplicates of t-curated items: exact, or MinHash Jaccard >= 0.5 against its non-logic items"
-    )
-    step = DedupVsDataset(reference_set(), "t-curated", "logic", m).run(rows)
-    assert step.kept["id"].to_list() == ["y", "w"]
-    # a reference without domains is free text: near copies of it go too
-    plain = separate_from_dataset(rows, reference_set().drop("domain"), "own", "logic", m)
-    assert plain.kept["id"].to_list() == ["w"]
-    # nothing of another domain: exact duplicates only
-    same = separate_from_dataset(rows, reference_set().head(1), "t-synlogic", "logic", m)
-    assert same.kept["id"].to_list() == ["y", "z", "w"] and same.removed["id"].to_list() == ["x"]
-
-
 def quiet_steps(monkeypatch, run="t", kind="logic tasks", total=5):
     reports = []
     monkeypatch.setattr(publish, "get_run_logger", lambda: logging.getLogger("m1.test.tasks"))
@@ -328,11 +294,11 @@ def test_publishing_writes_the_tables_and_the_report_section(monkeypatch, tmp_pa
     assert empty["mixture"] == [] and empty["report"].endswith("|---|---:|---:|")
 
 
-def test_dedup_runs_against_the_datasets_the_store_holds(monkeypatch, tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="m1.test.tasks")
+def test_dedup_in_a_task_flow_is_exact_among_its_own_items_and_reads_no_other_dataset(monkeypatch, tmp_path):
     config = small_config(tmp_path)
-    store = DatasetStore(tmp_path)
-    curated = store.write("t-curated", reference_set())
+    DatasetStore(tmp_path).write(
+        "t-curated", frame([item("r1", "something else entirely about the rules of chess and the openings")])
+    )  # a duplicate of an item of another dataset stays: the curriculum removes it (test_overlaps.py)
     monkeypatch.setattr(steps, "mapped", lambda tasks, step, df, n, by=None: step.run(df))
     s, _ = quiet_steps(monkeypatch)
     rows = frame([
@@ -340,11 +306,6 @@ def test_dedup_runs_against_the_datasets_the_store_holds(monkeypatch, tmp_path, 
         item("x2", "Count the apples in the basket of fruit on the old kitchen table today", domain="logic"),
         item("w", "something else entirely about the rules of chess and the openings", domain="logic"),
     ])  # fmt: skip
-    kept, parents = deduplicate(None, s, config, rows, "logic", ("curated", "code"))
-    assert parents == [curated.ref]
-    assert kept["id"].to_list() == ["w"]
-    assert [r.count.step for r in s.results] == ["exact-dedup", "dedup-vs-t-curated"]
-    assert s.done == 3  # the missing code dataset is a step skipped, and said so
-    assert "t-code is not in the store: nothing to deduplicate against" in [
-        r.getMessage() for r in caplog.records
-    ]
+    kept = deduplicate(None, s, config, rows)
+    assert kept["id"].to_list() == ["x", "w"]
+    assert [r.count.step for r in s.results] == ["exact-dedup"] and s.done == 1

@@ -127,3 +127,55 @@ def test_schedule_run_and_inspect_flows_in_the_prefect_ui(node, tmp_path, m1_hom
     run_dir = m1_home / "runs" / RUN_NAME
     assert f"# m1 run report: {RUN_NAME}" in (run_dir / "report.md").read_text()
     assert (run_dir / "train" / "reasoning" / "final" / "config.json").exists(), logs
+
+
+def test_the_log_lines_of_a_run_on_its_own_temporary_server_show_on_its_page(node, tmp_path, m1_home):
+    """A command run with no Prefect server configured (its temporary one, as `m1 run` uses): `m1 ui`
+    over the database it wrote shows the run's log lines on the run's page."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_HOME")}
+    env |= {"M1_HOME": str(m1_home), "HOME": str(tmp_path)}  # Prefect's database: under M1_HOME
+    done = subprocess.run(
+        [*M1, "tasks", "logic", "-s", "name=ui-logs", "-s", "logic.n_items=14"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [
+        ln.split(" - ", 1)[1]
+        for ln in done.stderr.splitlines()
+        if "Flow run 'ui-logs-logic-tasks-steps'" in ln
+    ]
+    step = next(
+        line for line in lines if line.startswith("generate: ")
+    )  # a step's line, as the console had it
+
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    with started([*M1, "ui", "--port", str(port)], tmp_path / "server.log", env) as server:
+        wait_until(
+            lambda: httpx.get(f"{api}/health", timeout=5).json() is True,
+            "m1 ui",
+            server,
+            tmp_path / "server.log",
+        )
+        runs = httpx.post(
+            f"{api}/flow_runs/filter",
+            json={"flow_runs": {"name": {"any_": ["ui-logs-logic-tasks-steps"]}}},
+            timeout=30,
+        ).json()
+        assert len(runs) == 1, runs
+        check = subprocess.run(
+            [node, str(UI_DIR / "ui_logs.mjs"), f"http://127.0.0.1:{port}", runs[0]["id"], str(shots), step],
+            cwd=UI_DIR,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    print(check.stdout)
+    assert check.returncode == 0, f"screenshots in {shots}\n{check.stdout}\n{check.stderr}"
+    assert step[:60] in check.stdout

@@ -171,9 +171,12 @@ try {
   });
   ok('m1-run started from its form');
 
-  // 4. The run completes and its report artifact carries the name typed into the form.
+  // 4. The run completes, its page shows the lines it logged, and its report artifact carries the name
+  // typed into the form.
   await waitForFinalState('m1-run');
-  await snap('pipeline-run');
+  await page.getByText('Logs', { exact: true }).first().click();
+  await shown(page.getByText(/^report: .*report\.md$/).first());
+  ok(`m1-run's page shows its log lines (${await snap('pipeline-run')})`);
   await openArtifact(`run-report-${RUN_NAME}`);
   await page.getByRole('heading', { name: `m1 run report: ${RUN_NAME}` }).waitFor();
   await page.getByRole('row', { name: /exact-dedup/ }).waitFor();

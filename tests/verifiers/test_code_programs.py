@@ -228,7 +228,39 @@ def test_humaneval_rewriting_makes_each_asserting_statement_a_test():
         "test": "def _ok(f):\n    assert f(1) == 1\n\ndef check(candidate):\n    _ok(candidate)",
         "entry_point": "f",
     }
-    assert program_tests(helper).labels == {0: "check(f)"}  # no assert in check itself: one test
+    assert program_tests(helper).labels == {0: "_ok(candidate)"}  # the helper asserts: a test
+    elsewhere = {
+        "test": "import numpy as np\n\ndef check(candidate):\n    np.testing.assert_equal(candidate(1), 1)"
+    }
+    assert program_tests({**elsewhere, "entry_point": "f"}).labels == {0: "check(f)"}  # one test, whole
+
+
+# check bodies whose checks live in helpers, nested definitions or statements around the asserts
+SHAPES = {
+    "nested helper": "def check(candidate):\n    def eq(a, b):\n        assert a == b\n"
+    "    assert candidate(1, 2) == 3\n    eq(candidate(2, 2), 4)\n",
+    "helper of a helper": "def _eq(a, b):\n    assert a == b\n\ndef _sum(f, a, b):\n    _eq(f(a, b), a + b)\n\n"
+    "def check(candidate):\n    assert candidate(1, 2) == 3\n    _sum(candidate, 2, 2)\n",
+    "setup before an assert": "def check(candidate):\n    assert candidate(1, 2) == 3\n"
+    "    x = candidate(2, 2)\n    assert x == 4\n",
+    "statement after the last assert": "def check(candidate):\n    assert candidate(1, 2) == 3\n"
+    "    if candidate(2, 2) != 4:\n        raise ValueError('wrong')\n",
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_check_failing_in_a_helper_or_around_the_asserts_fails_a_test(sandboxed, shape):
+    """A wrong solution that passes the first assert and fails a check made by a helper (nested, or a
+    helper's helper) or by a statement outside the asserts never scores 1: every statement that can fail
+    the check belongs to a test (an AssertionError outside any test was dropped, and scored 1)."""
+    item = {"test": SHAPES[shape], "entry_point": "add"}
+    tests = 1 if shape == "statement after the last assert" else 2  # it belongs to the last test
+    assert len(program_tests(item).labels) == tests
+    wrong = score({"response": candidate("return 3 if (a, b) == (1, 2) else 0"), **item})
+    assert wrong.reward == 0.0 and wrong.details["total"] == tests, wrong.details
+    assert wrong.details["passed"] == tests - 1, wrong.details
+    right = score({"response": candidate("return a + b"), **item})
+    assert right.reward == 1.0 and right.details["passed"] == tests, right.details
 
 
 def test_mbpp_and_pytest_forms_are_read_as_published():

@@ -4,8 +4,16 @@ installed (``pip install 'm1-pipeline[logic]'``).
 Difficulty maps onto reasoning-gym's own curricula: level d sets every curriculum attribute to level d-1
 (capped at that attribute's highest level), as `curriculum.set_global_level(d - 1)` does. An instance is
 one entry of a one-item dataset built from that configuration with the instance seed, so the stored puzzle
-only needs (dataset, level, seed): the verifier rebuilds the entry and scores with the dataset's own
-`score_answer`.
+holds (dataset, level, seed) and the entry's answer: the verifier rebuilds the entry and scores with the
+dataset's own `score_answer`.
+
+Two things a rebuilt entry may depend on, each of which made gold answers score 0 in another process.
+Python's hash seed: polynomial_multiplication draws its terms from a set of sympy monomials, so the same
+seed builds another polynomial in a process with another PYTHONHASHSEED; the puzzle keeps the entry's
+own answer (``answer``), and scoring judges against it. The decimal context: decimal_arithmetic sets
+the thread's decimal precision to its level's (6 at level 1) and leaves it there, and decimal_chain_sum
+sums in whatever precision it finds, so its answers lost digits after a decimal_arithmetic item; every
+entry is built, and scored, in a fresh default context (`_fresh_decimals`).
 
 A task lists only the levels that work, each described by its settings. reasoning-gym 0.1.x ships
 curricula that step outside what their own `validate()` accepts (`ACCEPTED` holds those fields to the
@@ -14,15 +22,18 @@ used as they are (`UNLISTED`: measured, with the reason); a level whose settings
 refuses is left out. Datasets with no reference answer (`NO_REFERENCE`) are not offered: no item of
 theirs could pass the logic flow's gold check or serve the SFT warm start. Where several answers are
 right, reasoning-gym keeps one in the entry's metadata (`METADATA_REFERENCE`), which is the gold answer.
-tests/logic/test_reasoning_gym_levels.py generates every listed level of every task and scores its gold.
+tests/logic/test_reasoning_gym_levels.py generates every listed level of every task and scores its gold
+in another process, with another hash seed and the tasks in the other order.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import json
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from functools import cache, lru_cache
 from typing import Any
 
@@ -156,12 +167,18 @@ def available() -> list[str]:
     return [name for name in _curricula() if name not in not_offered()]
 
 
+def _fresh_decimals() -> AbstractContextManager[decimal.Context]:
+    """Python's default decimal context for the block, whatever a dataset left in the thread's own."""
+    return decimal.localcontext(decimal.Context())
+
+
 @lru_cache(maxsize=64)  # generate then verify (the gold check) rebuilds the same entry: build it once
 def _entry(dataset: str, difficulty: int, seed: int) -> tuple[Any, dict[str, Any]]:
     import reasoning_gym
 
-    data = reasoning_gym.create_dataset(dataset, **settings(dataset, difficulty), seed=seed, size=1)
-    return data, data[0]
+    with _fresh_decimals():
+        data = reasoning_gym.create_dataset(dataset, **settings(dataset, difficulty), seed=seed, size=1)
+        return data, data[0]
 
 
 def reference(dataset: str, entry: dict[str, Any]) -> str:
@@ -186,14 +203,19 @@ class ReasoningGymTask(LogicTask):
         _, entry = _entry(self.dataset, difficulty, seed)
         prompt = f"{entry['question']}\n\n{ANSWER_FORMAT}"
         puzzle = {"dataset": self.dataset, "difficulty": difficulty, "seed": seed}
+        if isinstance(entry["answer"], str):  # the answer to this very question (see the module docstring)
+            puzzle["answer"] = entry["answer"]
         return LogicInstance(self.name, difficulty, seed, prompt, reference(self.dataset, entry), puzzle)
 
     def score(self, puzzle: dict[str, Any], answer: str) -> tuple[float, dict[str, Any]]:
         if not answer.strip():
             raise ParseError("empty answer")
         dataset, entry = _entry(self.dataset, puzzle["difficulty"], puzzle["seed"])
+        if "answer" in puzzle:  # as generated: a rebuilt entry may differ (see the module docstring)
+            entry = {**entry, "answer": puzzle["answer"]}
         try:
-            reward = float(dataset.score_answer(answer, entry))
+            with _fresh_decimals():
+                reward = float(dataset.score_answer(answer, entry))
         except Exception as exc:  # noqa: BLE001 - some datasets' scorers raise on junk (int('zz9')): reward 0
             raise ParseError(
                 f"reasoning-gym's {self.dataset} scorer refused the answer: {exc!r:.100}"
