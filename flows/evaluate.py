@@ -20,7 +20,6 @@ from prefect.artifacts import create_table_artifact
 from flows.artifacts import artifact_key
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
-from flows.curriculum import DEFAULT_VERIFIERS
 from flows.curriculum.evaluation import benchmark_sets, eval_sets, evaluate_sets, pooled, rates
 from flows.curriculum.fingerprint import judge_identity, judged, versions
 from flows.curriculum.mixture import run_data
@@ -46,8 +45,8 @@ def evaluation_inputs(config: PipelineConfig, checkpoint: str, curriculum, refs,
         "config": config_inputs("evaluation", config),
         "datasets": versions(refs),
         "files": {b.path: file_digest(b.path, cache) for b in config.data.benchmarks},
-        "verifiers": curriculum.verifiers,
-        "judge": judge_identity(config) if judged(curriculum.verifiers, domains) else None,
+        "verifiers": (names := curriculum.verifier_names(evaluation=True)),
+        "judge": judge_identity(config) if judged(names, domains) else None,
         "release": RELEASE,
     }
 
@@ -81,9 +80,9 @@ def _evaluate(config, checkpoint: str, label: str, curriculum, sets, domains) ->
         model, tokenizer = load_policy(checkpoint)
     except CheckpointError as exc:
         raise InputError(str(exc)) from None
-    names = {(curriculum.verifiers or DEFAULT_VERIFIERS).get(d, "") for d in domains}
-    with judge_for(config, names) as judge_options:  # the run's judge, served while it scores
-        reward_fn = domain_reward_fn(tokenizer, domains, curriculum, config, judge_options)
+    names = {curriculum.verifier_names(evaluation=True).get(d, "") for d in domains}
+    with judge_for(config, names) as judge_options:  # the run's judge, served while it scores (if it does)
+        reward_fn = domain_reward_fn(tokenizer, domains, curriculum, config, judge_options, evaluation=True)
         results = evaluate_sets(model, tokenizer, sets, config.eval.max_new_tokens, reward_fn)
     if (everything := pooled(results)) is not None:
         results = {**results, "all": everything}

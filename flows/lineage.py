@@ -61,6 +61,13 @@ READS: dict[str, tuple[str, ...]] = {
         "genrm.judge_lr",
         "genrm.judge_batch_size",
         "genrm.judge_model",
+        "genrm.judge_domains",
+        "genrm.judge_init",  # by the start checkpoint's identity, not its path
+        "genrm.pair_training",
+        "genrm.pair_domains",
+        "genrm.rationale",
+        "genrm.k",  # the held-out measurement the gate reads is taken with these
+        "genrm.judge_max_tokens",
         "genrm.seed",
     ),
     "pass-rate": ("curate.pass_rate", "plugin_dirs"),
@@ -136,7 +143,8 @@ SWITCHES: dict[str, str] = {
     "code.enabled": "runs the code-task producer or not",
     "swe.enabled": "runs the SWE producer or not",
     "genrm.enabled": "writes the general data and trains the judge, or not",
-    "genrm.gate": "trains the general stage on a judge that loses to a constant, or not",
+    "genrm.gate": "trains the general stage on a judge that does not beat the trivial judges, or not",
+    "genrm.gate_margin": "how far the judge must beat the trivial judges for the general stage to train",
     "curate.pass_rate.enabled": "runs the pass-rate filter or not",
 }
 

@@ -104,10 +104,10 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
                 )
                 if section := out.get("report"):
                     report.sections.append(section)
-                if gate := out.get("gate"):  # the judge loses to a constant: nothing trains on it
+                if gate := out.get("gate"):  # the judge does not beat the trivial judges: unused
                     report.notes.append(
-                        f"general tasks not trained on: the judge loses to a constant ({gate}); the "
-                        "`general` stage is switched off"
+                        f"general tasks not trained on: the judge does not beat the trivial judges ({gate}); "
+                        "the `general` stage is switched off"
                     )
             else:
                 report.notes.append(f"{kind}: switched off ({PRODUCERS[kind]} not run)")

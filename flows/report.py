@@ -175,6 +175,12 @@ class RunReport:
                     f"{pct(s.get('val_start'))} | {pct(s.get('val_end'))} | {'; '.join(s.get('warnings', [])) or ''} | "
                     f"{s.get('reason', '')} |"
                 )
+            lines += [
+                f"- {s['stage']}: {n}"
+                for s in self.stages
+                for n in s.get("notes", [])
+                if n.startswith("length-bias monitor")
+            ]
             for s in self.stages:
                 for plot in s.get("plots", []):
                     lines += [

@@ -88,7 +88,7 @@ def build_missing_task_data(config: PipelineConfig, curriculum) -> list[str]:
 
 def training_curriculum(config: PipelineConfig):
     """The curriculum a training flow runs, after building the generated datasets it lacks (which may
-    switch stages off: a judge that loses to a constant), with its notes logged."""
+    switch stages off: a judge that does not beat the trivial judges), with its notes logged."""
     curriculum, notes = active_curriculum(config)
     if build_missing_task_data(config, curriculum):
         curriculum, notes = active_curriculum(config)

@@ -34,7 +34,7 @@ def _config(config: Path | None, set_: list[str] | None):
     return load_config(config, set_ or [])
 
 
-def print_eval(result, title: str) -> None:
+def print_eval(result, title: str, margin: float) -> None:
     table = Table(title=title)
     for col in ("metric", "value", "baseline", "note"):
         table.add_column(col, justify="left" if col in ("metric", "note") else "right")
@@ -43,8 +43,12 @@ def print_eval(result, title: str) -> None:
             r["metric"], str(r["value"]), "" if r["baseline"] is None else str(r["baseline"]), r["note"]
         )
     console.print(table)
-    gate = result.gate()
-    verdict = f"not fit to train on: {gate}" if gate else "beats the constant baselines: fit to train on"
+    gate = result.gate(margin)
+    verdict = (
+        f"not fit to train on: {gate}"
+        if gate
+        else f"beats every trivial judge by at least {margin:.2f} in balanced accuracy: fit to train on"
+    )
     console.print(f"judge {verdict}", highlight=False, soft_wrap=True)
 
 
@@ -82,7 +86,9 @@ def train_judge(
             on_step=lambda m: report(int(m["step"]), g.judge_steps, f"judge SFT  loss {m['loss']:.3f}"),
         )
     print_eval(
-        JudgeEval.from_dict(summary["eval"]), f"judge on {summary['heldout_responses']} held-out responses"
+        JudgeEval.from_dict(summary["eval"]),
+        f"judge on {summary['heldout_responses']} held-out responses",
+        g.gate_margin,
     )
     console.print(
         f"wrote {output} (trained in {summary['train_seconds']:.0f} s); held-out labels: {output / HELDOUT}"
@@ -92,24 +98,50 @@ def train_judge(
 @app.command("eval")
 def eval_cmd(
     endpoint: Annotated[str, typer.Option("--endpoint", help="Judge base URL ending in /v1.")],
-    labels: Annotated[Path, typer.Option("--labels", help="JSONL of labelled responses.")],
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            "--labels",
+            help="JSONL of labelled responses (default: the run's held-out labels, built from the config's "
+            "[genrm] section: the set the run's own judge and its gate are measured on).",
+        ),
+    ] = None,
     model: Annotated[str, typer.Option(help="Model name sent to the endpoint.")] = "default",
     k: Annotated[int, typer.Option(min=1, help="Judge samples per grade, averaged.")] = 1,
     pairwise: Annotated[bool, typer.Option(help="Also score the blind pairwise judge.")] = True,
+    pair_domain: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pair-domain",
+            help="Domains of the balanced pairwise set (repeatable; default: general, or every row when "
+            "none is general).",
+        ),
+    ] = None,
     plot: Annotated[Path | None, typer.Option(help="PNG output (default: beside the labels).")] = None,
     max_tokens: Annotated[
         int | None,
         typer.Option(min=1, help="Tokens per judgment (default: $M1_GENRM_MAX_TOKENS, else 512)."),
     ] = None,
     seed: int = 0,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
 ) -> None:
-    """Judge accuracy and Spearman vs labels, grade confusion, Best-of-N vs pass@N and random, for N 1-8."""
+    """Grade accuracy beside the majority grade, balanced accuracy, Spearman, confusion, length slope,
+    Best-of-N vs pass@N and random; the blind pairwise judge on a balanced set in both orders beside
+    every trivial judge; and whether the run's gate would train on it."""
     # heavy: scipy, polars; not at m1 start-up
     from flows.genrm.files import plot_eval, read_labels
     from verifiers.endpoint import EndpointError
-    from verifiers.genrm.evaluate import evaluate_judge
+    from verifiers.genrm.evaluate import PAIR_DOMAINS, evaluate_judge
 
-    rows, bad = read_labels(labels)
+    cfg = _config(config, set_)
+    if labels is not None:
+        rows, bad = read_labels(labels)
+    else:
+        from flows.genrm.flow import heldout_rows  # heavy: prefect, math_verify
+
+        with console.status("building the run's held-out labels ..."):
+            rows, bad = heldout_rows(cfg.genrm), []
     if bad:
         console.print(
             f"[yellow]skipped {len(bad)} rows:[/] "
@@ -126,11 +158,12 @@ def eval_cmd(
                 seed=seed,
                 rejected=len(bad),
                 max_tokens=max_tokens,
+                pair_domains=pair_domain or PAIR_DOMAINS,
             )
         except EndpointError as exc:  # every judgment failed: a user error (a wrong URL, a dead server)
             raise InputError(str(exc)) from None
-    print_eval(result, f"judge {model} at {endpoint}: {len(rows)} labelled responses")
-    png = plot_eval(result, plot or labels.with_suffix(".eval.png"))
+    print_eval(result, f"judge {model} at {endpoint}: {len(rows)} labelled responses", cfg.genrm.gate_margin)
+    png = plot_eval(result, plot or (labels.with_suffix(".eval.png") if labels else Path("judge-eval.png")))
     console.print(f"plot: {png}")
     _table_artifact(result)
 

@@ -106,13 +106,44 @@ class GenRMConfig(Section):
     enabled: bool = Field(True, description="write {run}-general and train, evaluate and serve the judge")
     gate: bool = Field(
         True,
-        description="train on general tasks only when the run's judge beats the majority grade and "
-        "'always the reference' on its held-out labels (off: train on it anyway, e.g. to test the path)",
+        description="train on general tasks only when the run's judge beats every trivial judge on the "
+        "balanced held-out measures by gate_margin (off: train on it anyway, e.g. to test the path)",
+    )
+    gate_margin: float = Field(
+        0.10,
+        ge=0,
+        description="balanced accuracy the judge must have above the best trivial judge (pairwise: always "
+        "the reference, the first shown, the longer text, random; grades: a constant grade)",
     )
     general_items: int = Field(200, ge=1, description="open-ended items written to {run}-general")
     train_prompts: int = Field(120, ge=4, description="prompts per domain (math, logic, general) to train on")
     eval_prompts: int = Field(24, ge=2, description="held-out prompts per domain to evaluate on")
     judge_steps: int = Field(300, ge=1, description="SFT steps of the judge")
+    judge_domains: list[Literal["math", "logic", "general"]] = Field(
+        default_factory=lambda: ["math", "logic", "general"],
+        description="domains of the judge's labelled training and held-out responses",
+    )
+    rationale: bool = Field(
+        False,
+        description="the judge learns to quote the facts it compares before its verdict (`Stated: X. "
+        "Reference: Y. Grade: N`; `Asked: X. A: Y. B: Z. Verdict: [[A]]`); needs judge_max_tokens for it",
+    )
+    judge_init: str | None = Field(
+        None,
+        description="an m1model checkpoint the judge starts from (its weights and tokenizer) instead of a "
+        "fresh judge_model",
+    )
+    pair_training: Literal["reference", "reference-swapped", "all-swapped"] = Field(
+        "reference",
+        description="the judge's pairwise examples: each response against its prompt's reference in one "
+        "random order (reference) or in both (reference-swapped), or every two responses of a prompt in "
+        "both orders (all-swapped, of pair_domains)",
+    )
+    pair_domains: list[str] = Field(
+        default_factory=lambda: ["general"],
+        description="domains of the swapped pairwise examples (empty: all); the curricula's pairwise judge "
+        "scores general items",
+    )
     judge_lr: float = Field(2e-3, gt=0)
     judge_batch_size: int = Field(16, ge=1)
     judge_model: ModelConfig = Field(

@@ -91,6 +91,11 @@ class Curriculum(BaseModel):
         default_factory=lambda: dict(DEFAULT_VERIFIERS),
         description="domain -> verifier plugin name (see `m1 verifiers list`)",
     )
+    eval_verifiers: dict[str, str] = Field(
+        default_factory=dict,
+        description="domain -> verifier that scores held-out evaluation where it is not the training one "
+        "(the general items: `general-rule`, the rule grade their judge never sees)",
+    )
     overrides: dict[str, Any] = Field(
         default_factory=dict, description="TrainConfig fields for every stage (a stage's own win)"
     )
@@ -117,6 +122,11 @@ class Curriculum(BaseModel):
             f"curriculum {self.name!r} has no stage {stage!r} (stages: {', '.join(self.names)})"
         )
 
+    def verifier_names(self, evaluation: bool = False) -> dict[str, str]:
+        """domain -> verifier plugin: training's, or with ``evaluation`` held-out evaluation's."""
+        names = dict(self.verifiers or DEFAULT_VERIFIERS)
+        return names | self.eval_verifiers if evaluation else names
+
     @property
     def names(self) -> list[str]:
         return [s.name for s in self.stages]
@@ -125,12 +135,17 @@ class Curriculum(BaseModel):
         return [resolve(d, run) for d in self.datasets]
 
     def active(
-        self, produced: Callable[[str], bool], why: Callable[[str], str] | None = None
+        self,
+        produced: Callable[[str], bool],
+        why: Callable[[str], str] | None = None,
+        trained: Callable[[str], bool] = lambda kind: True,
     ) -> tuple[Curriculum, list[str]]:
         """This curriculum without what a run switches off: datasets whose producing flow is disabled
         (``produced(kind)`` is False; ``why(kind)`` says why, "its flow is switched off" by default), the
-        mixture keys of the domains only they supply, and stages left with no mixture at all. Returns the
-        pruned curriculum and a line per thing removed."""
+        mixture keys of the domains only they supply, and stages left with no mixture at all. A kind that
+        is produced but not ``trained`` on (the general tasks when the run's judge fails its gate) keeps
+        its dataset (the base's warm start and the held-out evaluation read it) and loses its stages and
+        mixture keys. Returns the pruned curriculum and a line per thing removed."""
         notes: list[str] = []
         datasets, dropped_domains = [], set()
         for d in self.datasets:
@@ -140,10 +155,15 @@ class Curriculum(BaseModel):
                 dropped_domains.add(KIND_DOMAINS.get(kind, kind))
             else:
                 datasets.append(d)
+                if kind is not None and not trained(kind):
+                    dropped_domains.add(KIND_DOMAINS.get(kind, kind))
         stages = []
         for stage in self.stages:
             if off := [k for k in stage.requires if not produced(check_kind(k))]:
                 notes.append(f"stage {stage.name}: switched off (needs {', '.join(off)})")
+                continue
+            if untrained := [k for k in stage.requires if not trained(check_kind(k))]:
+                notes.append(f"stage {stage.name}: switched off (no training on {', '.join(untrained)})")
                 continue
             mixture = {k: w for k, w in stage.mixture.items() if k.split("/")[0] not in dropped_domains}
             if mixture != stage.mixture:

@@ -32,8 +32,11 @@ log = logging.getLogger("m1.train")
 
 def active_curriculum(config: PipelineConfig, builds_curated: bool = False) -> tuple[Curriculum, list[str]]:
     """The configured curriculum without what this config switches off (see `Curriculum.active`), and
-    without the general tasks when the run's judge loses to a constant baseline (its reward would be
-    noise): the stages that need them are off, and the notes say why with the numbers.
+    without training on the general tasks when the run's judge does not beat the trivial judges on the
+    balanced measures (`flows.genrm.flow.judge_gate`: its reward would be noise or bias): the stages that
+    need them are off and the notes say why with the numbers, while their dataset stays (the base's warm
+    start reads it whatever the gate says, so the gate never rebuilds the base, and held-out general items
+    are still scored before and after).
 
     A curated dataset the store lacks is dropped as well (its domains leave the mixtures, a stage left
     with nothing is skipped), with a note saying so: the training commands build the generated datasets
@@ -57,25 +60,24 @@ def active_curriculum(config: PipelineConfig, builds_curated: bool = False) -> t
             return (
                 f"not in the store ({dataset_name(config.name, kind)}: `m1 curate run` or `m1 run` builds it)"
             )
-        if kind == GENERAL and gate:
-            return "the run's judge loses to a constant baseline"
         return "its flow is switched off"
+
+    def trained(kind: str) -> bool:
+        return not (kind == GENERAL and gate)
 
     configured = load_curriculum(config.train.curriculum)
     try:
         curriculum, notes = configured.active(
-            lambda kind: produced(config, kind) and not (kind == GENERAL and gate) and not missing(kind), why
+            lambda kind: produced(config, kind) and not missing(kind), why, trained
         )
     except ConfigError:
         if not any(missing(kind_of(d) or "") for d in configured.datasets):
             raise
         # every stage needs data no one built: keep it, so that reading it says which and how to build it
-        curriculum, notes = configured.active(
-            lambda kind: produced(config, kind) and not (kind == GENERAL and gate), why
-        )
+        curriculum, notes = configured.active(lambda kind: produced(config, kind), why, trained)
     if gate:
         notes.insert(
-            0, f"general tasks: not trained on, the run's judge loses to a constant baseline ({gate})"
+            0, f"general tasks: not trained on, the run's judge does not beat the trivial judges ({gate})"
         )
     return curriculum, notes
 

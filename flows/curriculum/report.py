@@ -130,7 +130,9 @@ def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str) -> 
 
 def plot_length_bias(history: Sequence[Mapping[str, float]], path, title: str = "length bias"):
     """The length-bias monitor's metrics (m1model.rl.length_bias), per domain: mean length and success per
-    step (twin axes), and the reward-length correlation, with alarm steps marked. Returns the PNG path."""
+    step (twin axes, alarm steps marked); the judge's reward and the reward trained on (they differ once
+    shaping, normalisation or clipping act); and the reward-length Spearman correlation, the judge's own and
+    the trained reward's. Returns the PNG path."""
     # heavy: matplotlib
     import matplotlib
 
@@ -139,11 +141,11 @@ def plot_length_bias(history: Sequence[Mapping[str, float]], path, title: str = 
     import matplotlib.pyplot as plt
 
     domains = sorted({k.split("/")[1] for h in history for k in h if k.startswith("length_bias/")})
-    fig, axes = plt.subplots(len(domains) or 1, 2, figsize=(10, 3.2 * max(len(domains), 1)), squeeze=False)
+    fig, axes = plt.subplots(len(domains) or 1, 3, figsize=(15, 3.2 * max(len(domains), 1)), squeeze=False)
     for row, domain in zip(axes, domains, strict=False):
         p = f"length_bias/{domain}"
-        steps = [h.get("step", i + 1) for i, h in enumerate(history) if f"{p}/length" in h]
         rows = [h for h in history if f"{p}/length" in h]
+        steps = [h.get("step", i + 1) for i, h in enumerate(rows)]
         ax = row[0]
         ax.plot(steps, [h[f"{p}/length"] for h in rows], marker="o", ms=3, color="tab:blue", label="length")
         ax.set_ylabel("mean length (tokens)", color="tab:blue")
@@ -153,19 +155,60 @@ def plot_length_bias(history: Sequence[Mapping[str, float]], path, title: str = 
         )
         ax2.set_ylabel("success (rule-verified)", color="tab:green")
         ax2.set_ylim(-0.05, 1.05)
-        for s, h in zip(steps, rows, strict=True):
-            if h.get(f"{p}/alarm"):
-                ax.axvline(s, color="tab:red", alpha=0.3)
-        ax.set_title(f"{domain}: length vs success (red: alarm)", fontsize=10)
+        alarms = [s for s, h in zip(steps, rows, strict=True) if h.get(f"{p}/alarm")]
+        for s in alarms:
+            ax.axvline(s, color="tab:red", alpha=0.3)
+        ax.set_title(f"{domain}: length vs success ({len(alarms)} alarm steps, red)", fontsize=10)
         ax.set_xlabel("RL step")
-        row[1].plot(steps, [h[f"{p}/corr"] for h in rows], marker="o", ms=3, color="tab:purple")
-        row[1].axhline(0, color="gray", lw=0.5)
-        row[1].set_ylim(-1.05, 1.05)
-        row[1].set_title(f"{domain}: Spearman(reward, length)", fontsize=10)
+        for key, label, style in (("reward_raw", "judge's reward", "-"), ("reward", "trained on", "--")):
+            row[1].plot(
+                steps, [h.get(f"{p}/{key}", float("nan")) for h in rows], style, marker="o", ms=3, label=label
+            )
+        row[1].set_title(f"{domain}: mean reward (shaped when mitigation acts)", fontsize=10)
         row[1].set_xlabel("RL step")
+        row[1].legend(fontsize=8)
+        for key, label, style in (("corr_raw", "judge's reward", "-"), ("corr", "trained on", "--")):
+            row[2].plot(
+                steps, [h.get(f"{p}/{key}", float("nan")) for h in rows], style, marker="o", ms=3, label=label
+            )
+        row[2].axhline(0, color="gray", lw=0.5)
+        row[2].set_ylim(-1.05, 1.05)
+        row[2].set_title(f"{domain}: Spearman(reward, length)", fontsize=10)
+        row[2].set_xlabel("RL step")
+        row[2].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     return save_png(fig, path, dpi=100)
+
+
+def length_bias_notes(history: Sequence[Mapping[str, float]], domains: Sequence[str]) -> list[str]:
+    """A line per judged domain (``domains``) the length-bias monitor watched: length (and its multiple of
+    the reference's) at the first and last step, rule-verified success, the judge's reward-length
+    Spearman, and the alarms."""
+    out = []
+    for domain in sorted(domains):
+        p = f"length_bias/{domain}"
+        rows = [h for h in history if f"{p}/length" in h]
+        if not rows:
+            continue
+        first, last = rows[0], rows[-1]
+        alarms = [int(h["step"]) for h in rows if h.get(f"{p}/alarm")]
+        corr = sum(h.get(f"{p}/corr_raw", 0.0) for h in rows) / len(rows)
+        said = f"{len(alarms)} alarm steps (first at step {alarms[0]})" if alarms else "no alarm"
+        out.append(
+            f"length-bias monitor ({domain}): mean length {first[f'{p}/length']:.1f}{_ratio(first, p)} -> "
+            f"{last[f'{p}/length']:.1f}{_ratio(last, p)} tokens, rule-verified success {_success(first, p)} "
+            f"-> {_success(last, p)}, the judge's reward-length Spearman {corr:+.2f} on average; {said}"
+        )
+    return out
+
+
+def _ratio(h: Mapping[str, float], p: str) -> str:
+    return f" ({h[f'{p}/length_ratio']:.2f}x the reference's)" if f"{p}/length_ratio" in h else ""
+
+
+def _success(h: Mapping[str, float], p: str) -> str:
+    return f"{h[f'{p}/success']:.2f}" if f"{p}/success" in h else "-"
 
 
 def stage_markdown(summary: dict, history: Sequence[dict[str, float]]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from flows.config import PipelineConfig
-from flows.curriculum import DEFAULT_VERIFIERS, Curriculum
+from flows.curriculum import Curriculum
 from flows.errors import InputError
 from verifiers.base import Verifier, default_registry
 from verifiers.scoring import NoVerifier, make_reward_fn
@@ -38,10 +38,13 @@ def verifier_options(config) -> dict[str, dict[str, Any]]:
     return {"swe": {"repos_dir": str(repos_dir(config))}}
 
 
-def domain_reward_fn(tokenizer, domains, curriculum: Curriculum, config: PipelineConfig, options=None):
+def domain_reward_fn(
+    tokenizer, domains, curriculum: Curriculum, config: PipelineConfig, options=None, evaluation=False
+):
     """Rewards from the verifier registry: each item scored by its domain's verifier (built with the
-    run's options for it, plus ``options``: e.g. a served judge's endpoint)."""
-    names = curriculum.verifiers or DEFAULT_VERIFIERS
+    run's options for it, plus ``options``: e.g. a served judge's endpoint); with ``evaluation``, the
+    curriculum's evaluation verifier where it names one (`Curriculum.verifier_names`)."""
+    names = curriculum.verifier_names(evaluation)
     registry = default_registry(config.plugin_dirs)
     verifiers = resolve_verifiers(domains, names, registry, verifier_options(config) | (options or {}))
     return make_reward_fn(verifiers, lambda ids: tokenizer.decode(ids, skip_special_tokens=True))

@@ -35,7 +35,7 @@ from typing import Any
 
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig, TrainConfig
-from flows.curriculum import DEFAULT_VERIFIERS, Curriculum, Stage
+from flows.curriculum import Curriculum, Stage
 from flows.curriculum.evaluation import benchmark_sets, eval_sets, overfitting, validate
 from flows.curriculum.fingerprint import judged
 from flows.curriculum.launch import launch
@@ -43,7 +43,7 @@ from flows.curriculum.layout import StagePaths, stage_paths
 from flows.curriculum.mixture import difficulties, dynamic_mixture, run_data, stage_items
 from flows.curriculum.plan import active_curriculum, plan, start_checkpoint
 from flows.curriculum.prompts import encode_prompt
-from flows.curriculum.report import plot_curves, plot_length_bias, plot_weights
+from flows.curriculum.report import length_bias_notes, plot_curves, plot_length_bias, plot_weights
 from flows.curriculum.rewards import domain_reward_fn
 from flows.curriculum.settings import length_bias_settings, rl_config, stage_train_config
 from flows.curriculum.step_log import SampleLog, tensorboard_writer, write_scalars
@@ -173,7 +173,12 @@ def run_stage(
     sets = eval_sets(data.heldout, config.eval, domains=sorted(set(items_df["domain"])))
     sets |= benchmark_sets(config.data, config.eval.n_items)
     domains = set(items_df["domain"]) | {r["domain"] for rows in sets.values() for r in rows}
-    names = {(curriculum.verifiers or DEFAULT_VERIFIERS).get(d, "") for d in domains}
+    names = {
+        n
+        for evaluation in (False, True)
+        for d in domains
+        if (n := curriculum.verifier_names(evaluation).get(d))
+    }
 
     with judge_for(config, names) as judge_options:  # a served judge while judged domains train
         run = StageRun(
@@ -190,6 +195,7 @@ def run_stage(
         history, val_start.get("val/all"), val_end.get("val/all"), config.eval.overfit_tolerance
     )
     warnings = [w for w in (overfit, run.stopped) if w]
+    notes += length_bias_notes(history, tc.length_bias.domains if run.length_bias else ())
     for warning in warnings:
         logger.warning("stage %s: %s", stage.name, warning)
     validation = {"start": val_start, "end": val_end}
@@ -247,8 +253,10 @@ class StageRun:
     trainer_: Any = None
     whole_copy: Any = None  # under FSDP: a whole replica on rank 0 for validation and the final model
 
-    def reward_fn(self, domains):
-        return domain_reward_fn(self.tokenizer, domains, self.curriculum, self.config, self.judge_options)
+    def reward_fn(self, domains, evaluation: bool = False):
+        return domain_reward_fn(
+            self.tokenizer, domains, self.curriculum, self.config, self.judge_options, evaluation
+        )
 
     def whole_policy(self):
         """The policy with whole weights, on rank 0 (a collective under FSDP: every rank calls it)."""
@@ -267,7 +275,9 @@ class StageRun:
             return {}
         domains = {r["domain"] for rows in self.sets.values() for r in rows}
         max_tokens = self.config.eval.max_new_tokens
-        return validate(policy, self.tokenizer, self.sets, max_tokens, self.reward_fn(domains))
+        return validate(
+            policy, self.tokenizer, self.sets, max_tokens, self.reward_fn(domains, evaluation=True)
+        )
 
     def validation_at_start(self) -> Metrics:
         """Measured once per stage run: a resumed stage keeps what its first start measured."""

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +34,22 @@ import flows.genrm.train_judge as train
 import verifiers.genrm.evaluate as evaluate
 import verifiers.genrm.prompts as prompts
 from flows.artifacts import artifact_key, embed_png
+from flows.atomic import atomic_write_text
 from flows.config import GenRMConfig, PipelineConfig
 from flows.datasets import GENERAL, dataset_name
+from flows.errors import InputError
 from flows.genrm.files import SERVED_JUDGE_ENV, genrm_root, judge_dir, plot_eval
 from flows.genrm.general import general_items
 from flows.lineage import RELEASE, config_inputs
 from flows.model_settings import use_threads
 from flows.progress import prefect_progress
 from flows.store import DatasetStore
+from m1model.policy import checkpoint_id
+from verifiers.endpoint import EndpointError
 from verifiers.genrm.evaluate import JudgeEval
 
 DEFAULT_CONFIG = PipelineConfig()
+EXTERNAL_EVAL = "external-eval.json"  # beside the run's judge: the user's judge's measurement
 PREREQUISITES = ()  # nothing from the machine (flows/prerequisites.py): the judge is trained and served here
 
 
@@ -75,10 +81,18 @@ def judge_inputs_hash(g: GenRMConfig) -> str:
             "judge_lr",
             "judge_batch_size",
             "judge_model",
+            "pair_training",
+            "pair_domains",
+            "judge_domains",
+            "rationale",
+            "k",
+            "judge_max_tokens",
             "seed",
         }
     )
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    if g.judge_init:  # what the judge starts from: that checkpoint's recorded fingerprint, or its files
+        digest.update(checkpoint_id(g.judge_init).encode())
     for module in (general, labels, train, prompts, evaluate):  # evaluate: the summary the gate reads
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:16]
@@ -97,18 +111,61 @@ def ensure_judge(
     return train.train_judge(folder, g, on_step=on_step, inputs_hash=digest), True
 
 
-def judge_gate(config: PipelineConfig) -> str | None:
-    """Why this run's own judge must not score training (it loses to a constant baseline on its
-    held-out labels), or None: the gate off (genrm.gate), no judge yet, a judge the user serves
-    (M1_GENRM_URL), or a good one."""
-    if not config.genrm.gate:
+def user_judge(config: PipelineConfig) -> tuple[str, str] | None:
+    """(url, model) of a judge the user points at (``M1_GENRM_URL``, ``M1_GENRM_MODEL``), or None when
+    none is set or the URL is this run's own judge, served by `served_judge`."""
+    url = os.environ.get("M1_GENRM_URL")
+    if not url or os.environ.get(SERVED_JUDGE_ENV) == str(judge_dir(config).resolve()):
         return None
+    return url, os.environ.get("M1_GENRM_MODEL") or "default"
+
+
+def measured_judge(config: PipelineConfig) -> JudgeEval | None:
+    """The evaluation of the judge this run's general stage would train on: the user's judge's, when one
+    is set and was measured at that URL (`general_tasks` measures it), else the run's own judge's (when it
+    exists); None when that judge has not been measured yet."""
+    if user := user_judge(config):
+        path = genrm_root(config) / EXTERNAL_EVAL
+        saved = json.loads(path.read_text()) if path.is_file() else {}
+        if (saved.get("url"), saved.get("model")) != user:
+            return None
+        return JudgeEval.from_dict(saved["eval"])
     meta = judge_dir(config) / "training.json"
-    served_own = os.environ.get(SERVED_JUDGE_ENV) == str(judge_dir(config).resolve())
-    if (os.environ.get("M1_GENRM_URL") and not served_own) or not meta.is_file():
+    if not meta.is_file():
         return None
     summary = json.loads(meta.read_text()).get("judge", {})
-    return JudgeEval.from_dict(summary["eval"]).gate() if "eval" in summary else None
+    return JudgeEval.from_dict(summary["eval"]) if "eval" in summary else None
+
+
+def judge_gate(config: PipelineConfig) -> str | None:
+    """Why the run's judge (its own, or the user's at ``M1_GENRM_URL``) must not score training: on the
+    balanced measures of its held-out evaluation it does not beat the trivial judges by
+    ``genrm.gate_margin`` (`JudgeEval.gate`). None: the gate off (genrm.gate), the judge not measured yet
+    (before the general-task flow ran), or a judge that beats them."""
+    if not config.genrm.gate:
+        return None
+    result = measured_judge(config)
+    return result.gate(config.genrm.gate_margin) if result is not None else None
+
+
+def heldout_rows(g: GenRMConfig) -> list[dict[str, Any]]:
+    """The held-out labelled responses a judge at another endpoint is measured on: the same prompts the
+    run's own judge is measured on (`train_judge.datasets`)."""
+    return [x.as_row() for x in train.datasets(g)[1]]
+
+
+def measure_user_judge(config: PipelineConfig, url: str, model: str) -> JudgeEval:
+    """`m1 genrm eval`'s measurement of the judge at ``url`` on the held-out labels, kept beside the run's
+    own judge (``genrm/external-eval.json``) for `judge_gate`."""
+    g = config.genrm
+    try:
+        result = evaluate.evaluate_judge(url, heldout_rows(g), model=model, k=g.k, seed=g.seed)
+    except EndpointError as exc:  # every judgment failed: a wrong URL, a dead server
+        raise InputError(f"the judge at M1_GENRM_URL={url}: {exc}") from None
+    path = genrm_root(config) / EXTERNAL_EVAL
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps({"url": url, "model": model, "eval": asdict(result)}, indent=1))
+    return result
 
 
 def _progress(total: int) -> Callable[[dict[str, float]], None]:
@@ -118,7 +175,8 @@ def _progress(total: int) -> Callable[[dict[str, float]], None]:
 
 @flow(name="genrm-general", flow_run_name="{config.name}-general", log_prints=True)
 def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
-    """Write `{run}-general`, train (or reuse) the judge, evaluate it; return the judge checkpoint path."""
+    """Write `{run}-general`; train (or reuse) the run's judge, or measure the user's at ``M1_GENRM_URL``;
+    publish its evaluation and whether it passes the gate."""
     logger = get_run_logger()
     g = config.genrm
     if not g.enabled:
@@ -133,22 +191,36 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         "reason"
     ]
     logger.info("general items: %s (built because: %s)", general, built_because)
-    folder = judge_dir(config)
-    summary, trained = ensure_judge(folder, g, on_step=_progress(g.judge_steps))
-    logger.info("judge %s: %s", "trained" if trained else "reused (same inputs)", folder)
+    if user := user_judge(config):
+        where, trained = f"{user[1]} at {user[0]} (M1_GENRM_URL)", False
+        result = measure_user_judge(config, *user)
+        logger.info("judge %s: measured on the held-out labels", where)
+    else:
+        folder = judge_dir(config)
+        summary, trained = ensure_judge(folder, g, on_step=_progress(g.judge_steps))
+        where = f"`{folder}`"
+        logger.info("judge %s: %s", "trained" if trained else "reused (same inputs)", folder)
+        result = JudgeEval.from_dict(summary["eval"])  # measured through the server when it was trained
 
-    result = JudgeEval.from_dict(summary["eval"])  # measured through the server when it was trained
     png = plot_eval(result, genrm_root(config) / "eval.png", f"{config.name}: judge on held-out prompts")
     create_table_artifact(
         result.table(), key=artifact_key(config.name, "genrm-eval"), description="judge evaluation"
     )
-    markdown = eval_markdown(result, png, folder)
-    if gate := result.gate():
+    gate = result.gate(g.gate_margin) if g.gate else None
+    markdown = eval_markdown(result, png, where)
+    if gate:
         markdown += (
             f"\n**Not used for training**: {gate}. The `general` stage is switched off (`genrm.gate = false` "
             "trains it anyway).\n"
         )
-        logger.warning("the judge loses to a constant baseline (%s): no stage trains on it", gate)
+        logger.warning("the judge does not beat the trivial judges (%s): no stage trains on it", gate)
+    elif g.gate:
+        markdown += (
+            f"\n**Trained on**: it beats every trivial judge by at least {g.gate_margin:.2f} in balanced "
+            "accuracy (`genrm.gate_margin`).\n"
+        )
+    else:
+        markdown += "\n**Trained on without the gate** (`genrm.gate = false`).\n"
     create_markdown_artifact(
         markdown,
         key=artifact_key(config.name, "genrm-report"),
@@ -162,11 +234,11 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         "built_because": built_because,
         "reused": had is not None and not trained,
         "report": "# Generative reward model\n\n" + markdown,
-        "judge": str(folder),
+        "judge": user[0] if user else str(judge_dir(config)),
         "trained": trained,
         "eval": result.table(),
         "plot": str(png),
-        "gate": result.gate(),
+        "gate": gate,
     }
 
 
@@ -175,15 +247,16 @@ def _ref(ref: str) -> tuple[str, int]:
     return name, int(version)
 
 
-def eval_markdown(result, png: Path, folder: Path) -> str:
-    """The judge's evaluation as a report section: what the judge is, never whether this run trained it
-    (an unchanged rerun writes the same report; the log says it was reused)."""
+def eval_markdown(result, png: Path, where: str) -> str:
+    """The judge's evaluation as a report section: what the judge is (``where``: its folder, or the user's
+    endpoint), never whether this run trained it (an unchanged rerun writes the same report; the log says
+    it was reused)."""
     rows = "\n".join(
         f"| {r['metric']} | {r['value']} | {'' if r['baseline'] is None else r['baseline']} | {r['note']} |"
         for r in result.table()
     )
     return (
-        f"## Judge `{folder}`\n\n"
+        f"## Judge {where}\n\n"
         "| metric | value | baseline | note |\n|---|---|---|---|\n"
         f"{rows}\n\n{embed_png(png, 'judge evaluation')}\n"
     )

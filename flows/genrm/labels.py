@@ -31,7 +31,8 @@ from typing import Any
 from flows.atomic import atomic_write_text
 from flows.data.synthetic_math import distinct_problems
 from flows.genrm.general import KEY_KINDS, general_tasks, to_item
-from verifiers.constraints import ConstraintVerifier
+from verifiers.genrm.rule import general_grade, mentions
+from verifiers.genrm.rule import metadata as general_metadata
 
 LOGIC_TASKS = ("object_counting", "word_sorting", "dyck_language", "bit_manipulation", "boolean_expressions")
 FILLER = [
@@ -114,21 +115,30 @@ def _logic_grade(item: Mapping[str, Any], response: str) -> int:
     return 3 if r.reward >= 0.5 else 2
 
 
-def _mentions(text: str, word: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, re.IGNORECASE) is not None
-
-
 def _general_grade(item: Mapping[str, Any], response: str) -> int:
-    meta = item["metadata"]
-    meta = json.loads(meta) if isinstance(meta, str) else meta
-    key, kind = str(meta["key"]), meta["key_kind"]
-    if not _mentions(response, str(key)):
-        others = [v for v in KEY_KINDS[kind] if v != str(key) and _mentions(response, v)]
-        return 2 if others else 1
-    (r,) = ConstraintVerifier().verify([{**item, "response": response}])
-    if r.reward >= 1:
-        return 5
-    return 4 if r.reward >= 0.5 else 3
+    """The `general-rule` verifier's grade, told which other facts of the key's kind are wrong ones."""
+    kind = general_metadata(item)["key_kind"]
+    return general_grade(item, response, KEY_KINDS[kind])
+
+
+def stated_fact(item: Mapping[str, Any], text: str) -> str | None:
+    """The fact a text states, as the rule grade reads it (what a judge that reasons would quote): a math
+    text's final answer (boxed, or after "the answer is"), else "none"; a general text's fact of the key's
+    kind (the key itself if it is there, else the first other one), else "none"; None for other domains."""
+    domain = item["domain"]
+    if domain == "math":
+        (r,) = _math_verifier().verify([{**item, "response": text}])
+        d = r.details
+        return (
+            str(d["answer"]) if d.get("extracted_by") in ("boxed", "phrase") and d.get("answer") else "none"
+        )
+    if domain == "general":
+        meta = general_metadata(item)
+        key = str(meta["key"])
+        if mentions(text, key):
+            return key
+        return next((v for v in KEY_KINDS[meta["key_kind"]] if mentions(text, v)), "none")
+    return None
 
 
 # -- responses of varied correctness and length -------------------------------------------------------

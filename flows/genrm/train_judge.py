@@ -28,17 +28,19 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from flows.config import GenRMConfig, TrainConfig
 from flows.errors import InputError
-from flows.genrm.labels import Labelled, labelled_set, write_labels
+from flows.genrm.labels import Labelled, labelled_set, stated_fact, write_labels
 from flows.model_settings import fresh_model, sft_config
 from verifiers.endpoint import EndpointError
 from verifiers.genrm.prompts import grade_answer, grade_prompt, pair_answer, pair_prompt
 
 HELDOUT = "heldout_labels.jsonl"  # beside the checkpoint: the labels `m1 genrm eval` can replay
+DOMAINS = ("math", "logic", "general")  # what labels.labelled_set writes, in its order
 
 
 @dataclass
@@ -50,17 +52,20 @@ class JudgeExample:
     label: int | str  # grade 1-5, or verdict A/B/C
 
 
-def grade_examples(labs: Sequence[Labelled]) -> list[JudgeExample]:
-    return [
-        JudgeExample(
-            "grade",
-            x.domain,
-            grade_prompt(x.question, x.reference, x.response)[0],
-            grade_answer(x.grade),
-            x.grade,
+def grade_examples(labs: Sequence[Labelled], rationale: bool = False) -> list[JudgeExample]:
+    """Each response's grade prompt and its true grade; with ``rationale`` (where the domain has a fact to
+    quote) the reply first quotes the response's fact and the reference's."""
+    out = []
+    for x in labs:
+        stated = stated_fact(x.item, x.response) if rationale else None
+        ref = stated_fact(x.item, str(x.item["reference"])) if stated is not None else None
+        answer = grade_answer(x.grade, stated, ref)
+        out.append(
+            JudgeExample(
+                "grade", x.domain, grade_prompt(x.question, x.reference, x.response)[0], answer, x.grade
+            )
         )
-        for x in labs
-    ]
+    return out
 
 
 def pair_reference(lab: Labelled) -> str:
@@ -70,8 +75,27 @@ def pair_reference(lab: Labelled) -> str:
     return str(lab.item["reference"])
 
 
-def pair_examples(labs: Sequence[Labelled], rng: random.Random) -> list[JudgeExample]:
-    """The reference against each other response of its prompt, in a random order."""
+def pair_example(
+    a: Labelled, b: Labelled, texts: tuple[str, str] | None = None, rationale: bool = False
+) -> JudgeExample:
+    """``a`` shown as A and ``b`` as B (their responses, or ``texts``), the verdict from their true grades;
+    with ``rationale`` (general items) the reply first quotes the fact the question gives and the one each
+    text states."""
+    text_a, text_b = texts or (a.response, b.response)
+    verdict = "A" if a.grade > b.grade else "B" if b.grade > a.grade else "C"
+    asked = facts = None
+    if rationale and a.domain == "general":
+        asked = stated_fact(a.item, str(a.item["reference"]))
+        facts = (stated_fact(a.item, text_a), stated_fact(b.item, text_b))
+    message = pair_prompt(a.question, text_a, text_b)[0]
+    return JudgeExample("pair", a.domain, message, pair_answer(verdict, asked, facts), verdict)
+
+
+def pair_examples(
+    labs: Sequence[Labelled], rng: random.Random, both_orders: bool = False, rationale: bool = False
+) -> list[JudgeExample]:
+    """The reference against each other response of its prompt, in a random order (``both_orders``:
+    in both)."""
     by_prompt: dict[str, list[Labelled]] = defaultdict(list)
     for x in labs:
         by_prompt[x.prompt_id].append(x)
@@ -83,21 +107,44 @@ def pair_examples(labs: Sequence[Labelled], rng: random.Random) -> list[JudgeExa
         for x in group:
             if x is ref:
                 continue
-            ref_first = rng.random() < 0.5
-            a, b = (ref, x) if ref_first else (x, ref)
-            verdict = "A" if a.grade > b.grade else "B" if b.grade > a.grade else "C"
-            text_a = pair_reference(a) if a is ref else a.response
-            text_b = pair_reference(b) if b is ref else b.response
-            out.append(
-                JudgeExample(
-                    "pair",
-                    x.domain,
-                    pair_prompt(x.question, text_a, text_b)[0],
-                    pair_answer(verdict),
-                    verdict,
+            orders = [True, False] if both_orders else [rng.random() < 0.5]
+            for ref_first in orders:
+                a, b = (ref, x) if ref_first else (x, ref)
+                texts = (
+                    pair_reference(a) if a is ref else a.response,
+                    pair_reference(b) if b is ref else b.response,
                 )
-            )
+                out.append(pair_example(a, b, texts, rationale))
     return out
+
+
+def swapped_pair_examples(
+    labs: Sequence[Labelled], domains: Sequence[str] | None = None, rationale: bool = False
+) -> list[JudgeExample]:
+    """Every two distinct responses of a prompt (of ``domains``; None: all), in both orders (JudgeLM's swap
+    augmentation), the verdict from their true grades: the first shown wins as often as the second, and
+    the better text is the reference, a perturbation of it, or neither. With ``rationale``: see
+    `pair_example`."""
+    by_prompt: dict[str, dict[str, Labelled]] = defaultdict(dict)
+    for x in labs:
+        if domains is None or x.domain in domains:
+            by_prompt[x.prompt_id].setdefault(x.response, x)
+    return [
+        pair_example(a, b, rationale=rationale)
+        for group in by_prompt.values()
+        for x, y in combinations(group.values(), 2)
+        for a, b in ((x, y), (y, x))
+    ]
+
+
+def judge_examples(labs: Sequence[Labelled], cfg: GenRMConfig, rng: random.Random) -> list[JudgeExample]:
+    """The judge's training examples under ``cfg.pair_training``, classes balanced per kind."""
+    if cfg.pair_training == "all-swapped":
+        pairs = swapped_pair_examples(labs, cfg.pair_domains or None, cfg.rationale)
+    else:  # "reference" (before issue 34: one random order), "reference-swapped": both orders
+        both = cfg.pair_training == "reference-swapped"
+        pairs = pair_examples(labs, rng, both_orders=both, rationale=cfg.rationale)
+    return balanced(grade_examples(labs, cfg.rationale) + pairs, rng)
 
 
 def balanced(examples: Sequence[JudgeExample], rng: random.Random) -> list[JudgeExample]:
@@ -125,11 +172,13 @@ def chat_ids(tokenizer, message: str) -> list[int]:
 
 def datasets(cfg: GenRMConfig) -> tuple[list[Labelled], list[Labelled]]:
     """(training responses, held-out responses): the held-out prompts are disjoint from the training ones."""
-    n = cfg.train_prompts
-    train = labelled_set(n, n // 2, n, cfg.seed)
+
+    def counts(n: int) -> tuple[int, int, int]:  # prompts of math, logic (half as many), general
+        return tuple(k if d in cfg.judge_domains else 0 for d, k in zip(DOMAINS, (n, n // 2, n), strict=True))
+
+    train = labelled_set(*counts(cfg.train_prompts), cfg.seed)
     seen = {x.question for x in train}
-    m = cfg.eval_prompts
-    test = [x for x in labelled_set(m, m // 2, m, cfg.seed + 1) if x.question not in seen]
+    test = [x for x in labelled_set(*counts(cfg.eval_prompts), cfg.seed + 1) if x.question not in seen]
     return train, test
 
 
@@ -145,7 +194,7 @@ def train_judge(
     that `m1 serve model` serves, with the summary in its training.json and the held-out labelled responses
     beside it (``heldout_labels.jsonl``, a labels file for `m1 genrm eval`)."""
     # heavy: torch, transformers, fastapi
-    from m1model.policy import save_policy
+    from m1model.policy import CheckpointError, load_policy, save_policy
     from m1model.rl.sft import sft_warm_start
     from m1model.serving import ServerSettings, background, create_app
     from m1model.tokenizer import train_tokenizer
@@ -154,11 +203,18 @@ def train_judge(
     t0 = time.perf_counter()
     rng = random.Random(f"judge/{cfg.seed}")
     train, test = datasets(cfg)
-    train_examples = balanced(grade_examples(train) + pair_examples(train, rng), rng)
+    train_examples = judge_examples(train, cfg, rng)
 
-    corpus = [e.message + "\n" + e.answer for e in train_examples[:2000]]
-    tokenizer = train_tokenizer(corpus, vocab_size=cfg.judge_model.vocab_size)
-    model = fresh_model(cfg.judge_model, tokenizer)
+    if cfg.judge_init:  # another model's weights and tokenizer (the run's SFT policy, say) to start from
+        try:
+            model, tokenizer = load_policy(cfg.judge_init)
+        except CheckpointError as exc:
+            raise InputError(f"genrm.judge_init: {exc}") from None
+        model.train()
+    else:
+        corpus = [e.message + "\n" + e.answer for e in train_examples[:2000]]
+        tokenizer = train_tokenizer(corpus, vocab_size=cfg.judge_model.vocab_size)
+        model = fresh_model(cfg.judge_model, tokenizer)
     eos = [tokenizer.eos_token_id]
     pairs = [
         (chat_ids(tokenizer, e.message), list(tokenizer.encode(e.answer, add_special_tokens=False)) + eos)

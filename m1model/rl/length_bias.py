@@ -19,9 +19,11 @@ domains scored by a judge (``settings.domains``):
 3. value clipping to [clip_min, clip_max]: one outlying judgment cannot dominate a group.
 
 It records (domain, length, raw reward, success) for the monitor. The monitor (`hook`, called after each
-step's rollouts) logs per domain: mean length, mean raw reward, the Spearman correlation between length
-and the reward trained on (``corr``; the judge's own, before mitigation: ``corr_raw``), and success, the rule-verified success rate (from ``success``, where the item can be checked);
-then fits least-squares trends over the last ``window`` steps. Length growth (``length_trend``) is relative:
+step's rollouts) logs per domain: mean length, the mean reward before and after mitigation (``reward_raw``,
+``reward``), the Spearman correlation between length and the reward trained on (``corr``; the judge's
+own, before mitigation: ``corr_raw``), and success, the rule-verified success rate (from ``success``,
+where the item can be checked); then fits least-squares trends over the last ``window`` steps. Length
+growth (``length_trend``) is relative:
 the least-squares slope of the steps' mean lengths over the window divided by the mean of those means
 (+5 tokens a step on responses of about 100 is 0.05). The alarm: that growth is above ``length_growth``
 while success grows by less than ``success_growth`` (its slope, per step),
@@ -212,6 +214,7 @@ class LengthBias:
         m = {
             f"{p}/length": t.lengths[-1],
             f"{p}/reward_raw": float(np.mean(raw)),
+            f"{p}/reward": float(np.mean([r.reward for r in recs])),  # after shaping: what is trained on
             f"{p}/corr": corr,
             f"{p}/corr_raw": spearman(raw, lengths),  # the judge's own bias, before any mitigation
         }

@@ -1,8 +1,12 @@
-"""A judge that loses to a constant baseline is not trained on: the gate's arithmetic, and the curriculum a
-run with such a judge trains (the general stage off, the reason in the notes)."""
+"""The gate: a run trains on its judge only when the judge beats every trivial judge on the balanced
+measures (verifiers/genrm/balanced.py). Judges that read nothing (always the reference, always the first
+shown, the longer text, a random verdict, a constant grade) are refused on real evaluations through a
+loopback endpoint; a judge that reads the key facts is accepted; and the curriculum a run with a refused
+judge trains (the general stage off, the reason in the notes)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict
 
@@ -11,52 +15,140 @@ import pytest
 from flows.config import PipelineConfig
 from flows.curriculum.plan import active_curriculum
 from flows.genrm.flow import judge_dir, judge_gate
-from verifiers.genrm.evaluate import JudgeEval
+from flows.genrm.labels import rule_grade
+from tests.genrm.scripted import blocks, prefers_longer, scripted_judge
+from verifiers.genrm.balanced import balanced_pairs
+from verifiers.genrm.evaluate import JudgeEval, evaluate_judge
+from verifiers.genrm.prompts import defuse
 
 
-def judge_eval(
-    accuracy: float, majority: float, pairwise: float | None, reference: float = 0.83
-) -> JudgeEval:
+@pytest.fixture(scope="module")
+def labelled():
+    from flows.genrm.labels import labelled_set
+
+    labs = labelled_set(0, 0, 16, seed=11)  # 16 general prompts, 8 responses each
+    return labs, [x.as_row() for x in labs]
+
+
+def _keys(labs):
+    """What a judge that reads the key facts knows: each question's item (its key and instructions)."""
+    return {x.question: x.item for x in labs}
+
+
+def key_reader(labs):
+    items = _keys(labs)
+
+    def reply(message: str) -> str:
+        b = blocks(message)
+        item = items[b["question"]]
+        if "response_a" not in b:
+            return f"Grade: {rule_grade(item, b['response'])}"
+        a, c = rule_grade(item, b["response_a"]), rule_grade(item, b["response_b"])
+        return "Verdict: [[A]]" if a > c else "Verdict: [[B]]" if c > a else "Verdict: [[C]]"
+
+    return reply
+
+
+def with_pairwise(labs, pairwise):
+    """A judge whose grades read the key facts and whose pairwise verdict is ``pairwise(message)``."""
+    honest = key_reader(labs)
+    return lambda m: honest(m) if "response_a" not in blocks(m) else pairwise(m)
+
+
+def always_the_reference(rows):
+    """A judge that knows which text of each pair is in the reference's role, and always prefers it."""
+    verdict = {}
+    for p in balanced_pairs(rows, seed=0):  # keyed as the judge sees the texts: tags defused
+        q, r, f = defuse(p.question), defuse(p.response), defuse(p.reference)
+        verdict[(q, r, f)], verdict[(q, f, r)] = "B", "A"
+
+    def reply(message: str) -> str:
+        b = blocks(message)
+        return f"Verdict: [[{verdict[(b['question'], b['response_a'], b['response_b'])]}]]"
+
+    return reply
+
+
+def random_verdict(message: str) -> str:
+    """A verdict drawn at random, reproducibly: from a hash of the prompt."""
+    return f"Verdict: [[{'ABC'[hashlib.sha256(message.encode()).digest()[0] % 3]}]]"
+
+
+def evaluate(policy, rows) -> JudgeEval:
+    with scripted_judge(policy) as (url, _):
+        return evaluate_judge(url, rows, ns=(1, 8), draws=4)
+
+
+@pytest.mark.parametrize("name", ["always the reference", "always the first shown", "longer", "random"])
+def test_a_judge_that_reads_nothing_is_refused(labelled, name):
+    labs, rows = labelled
+    pairwise = {
+        "always the reference": always_the_reference(rows),
+        "always the first shown": lambda m: "Verdict: [[A]]",
+        "longer": prefers_longer,
+        "random": random_verdict,
+    }[name]
+    result = evaluate(with_pairwise(labs, pairwise), rows)
+    p = result.pairwise
+    assert p["n"] >= 90 and p["best_trivial_accuracy"] == pytest.approx(1 / 3)
+    assert abs(p["balanced_accuracy"] - 1 / 3) < 0.1, p  # at chance on the balanced set
+    gate = result.gate(0.10)
+    assert gate is not None and gate.startswith("pairwise balanced accuracy"), gate
+    assert "grade" not in gate  # its grades read the key facts: only its pairwise verdicts are refused
+
+
+def test_a_judge_that_reads_the_key_facts_is_accepted(labelled):
+    labs, rows = labelled
+    result = evaluate(key_reader(labs), rows)
+    assert result.pairwise["balanced_accuracy"] == 1.0 and result.pairwise["position_consistency"] == 1.0
+    assert result.accuracy == 1.0 and result.balanced_accuracy == 1.0
+    assert result.gate(0.10) is None
+
+
+def test_a_constant_grade_is_refused_whatever_its_pairwise_verdicts(labelled):
+    labs, rows = labelled
+    honest = key_reader(labs)
+    result = evaluate(lambda m: "Grade: 4" if "response_a" not in blocks(m) else honest(m), rows)
+    assert result.balanced_accuracy == pytest.approx(1 / len(result.confusion))
+    assert result.gate(0.10).startswith("grade balanced accuracy")
+
+
+def judge_eval(grades: float, pairwise: float | None, low: float | None = None) -> JudgeEval:
     pair = None
     if pairwise is not None:
         pair = {
-            "n": 100,
-            "accuracy": pairwise,
-            "majority_baseline": max(reference, 1 - reference),
-            "reference_baseline": reference,
-            "position_consistency": 0.9,
-            "failed": 0,
+            "n": 144,
+            "balanced_accuracy": pairwise,
+            "balanced_low": pairwise - 0.08 if low is None else low,
+            "balanced_high": pairwise + 0.08,
+            "best_trivial": "always the reference",
+            "best_trivial_accuracy": 1 / 3,
         }
     return JudgeEval(
         n=100,
-        accuracy=accuracy,
-        majority_baseline=majority,
+        accuracy=0.5,
+        majority_baseline=0.9,  # a skewed label mix: the gate does not read plain accuracy
         spearman=0.3,
         failed=0,
-        confusion={},
+        confusion={1: {}, 2: {}, 4: {}, 5: {}},
         best_of_n=[],
         pairwise=pair,
+        balanced_accuracy=grades,
     )
 
 
-def test_the_gate_needs_both_baselines_beaten():
-    assert judge_eval(0.6, 0.4, 0.9).gate() is None
-    assert judge_eval(0.6, 0.4, 0.52).gate() == "pairwise accuracy 0.52 <= always the reference 0.83"
-    assert judge_eval(0.4, 0.4, 0.9).gate() == "grade accuracy 0.40 <= majority grade 0.40"
-    both = judge_eval(0.3, 0.4, 0.5).gate()
-    assert both.startswith("grade accuracy 0.30") and "always the reference 0.83" in both
-    assert judge_eval(0.6, 0.4, None).gate() is None  # no pairwise judgments: only the grades count
-
-
-def test_the_table_shows_always_the_reference_as_the_pairwise_baseline():
-    rows = {r["metric"]: r for r in judge_eval(0.6, 0.4, 0.52, reference=0.83).table()}
-    assert rows["pairwise accuracy"]["value"] == 0.52 and rows["pairwise accuracy"]["baseline"] == 0.83
-    assert "always the reference" in rows["pairwise accuracy"]["note"]
+def test_the_gate_arithmetic():
+    assert judge_eval(0.6, 0.6).gate(0.10) is None
+    assert judge_eval(0.6, 0.43).gate(0.10).startswith("pairwise balanced accuracy 0.43")
+    assert judge_eval(0.6, 0.6, low=0.33).gate(0.10) is not None  # its interval reaches the baseline
+    assert judge_eval(0.34, 0.6).gate(0.10) == "grade balanced accuracy 0.34 < a constant grade's 0.25 + 0.10"
+    assert judge_eval(0.6, 0.3).gate(0.0) is not None and judge_eval(0.6, 0.45).gate(0.0) is None
+    assert judge_eval(0.6, None).gate(0.10) is None  # no pairwise judgments: the grades alone
 
 
 def _write_judge(config: PipelineConfig, result: JudgeEval) -> None:
     folder = judge_dir(config)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "training.json").write_text(json.dumps({"judge": {"eval": asdict(result)}}))
 
 
@@ -66,48 +158,62 @@ def config(tmp_path, monkeypatch):
     return PipelineConfig(name="gate", home=str(tmp_path / "home"))
 
 
-def test_a_run_with_a_losing_judge_does_not_train_on_general_tasks(config):
+def test_a_run_with_a_refused_judge_does_not_train_on_general_tasks(config):
     assert judge_gate(config) is None  # no judge yet (preflight): the plan keeps the general stage
     planned, _ = active_curriculum(config)
     assert "general" in [s.name for s in planned.stages]
 
-    _write_judge(config, judge_eval(0.6, 0.4, 0.52))
-    assert judge_gate(config) == "pairwise accuracy 0.52 <= always the reference 0.83"
+    _write_judge(config, judge_eval(0.6, 0.40))
+    gate = judge_gate(config)
+    assert gate.startswith("pairwise balanced accuracy 0.40")
     curriculum, notes = active_curriculum(config)
     assert "general" not in [s.name for s in curriculum.stages]
     assert all("general" not in s.mixture for s in curriculum.stages)
-    assert notes[0] == (
-        "general tasks: not trained on, the run's judge loses to a constant baseline "
-        "(pairwise accuracy 0.52 <= always the reference 0.83)"
+    assert "{run}-general" in curriculum.datasets  # the base's warm start and held-out evaluation read it
+    assert (
+        notes[0]
+        == f"general tasks: not trained on, the run's judge does not beat the trivial judges ({gate})"
     )
 
 
-def test_a_good_judge_or_a_served_one_is_trained_on(config, monkeypatch):
-    _write_judge(config, judge_eval(0.6, 0.4, 0.9))
+def test_a_good_judge_is_trained_on_and_the_margin_is_the_configs(config):
+    _write_judge(config, judge_eval(0.6, 0.6))
     assert "general" in [s.name for s in active_curriculum(config)[0].stages]
-    judge_dir(config).joinpath("training.json").write_text(
-        json.dumps({"judge": {"eval": asdict(judge_eval(0.3, 0.4, 0.5))}})
-    )
-    monkeypatch.setenv("M1_GENRM_URL", "http://127.0.0.1:1/v1")  # the user's own judge: not ours to gate
+    strict = config.model_copy(update={"genrm": config.genrm.model_copy(update={"gate_margin": 0.3})})
+    assert judge_gate(strict) is not None
+
+
+def test_a_users_judge_is_gated_on_its_own_measurement(config, monkeypatch):
+    from flows.genrm.files import genrm_root
+    from flows.genrm.flow import EXTERNAL_EVAL
+
+    _write_judge(config, judge_eval(0.6, 0.6))  # the run's own judge would pass
+    monkeypatch.setenv("M1_GENRM_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv("M1_GENRM_MODEL", "theirs")
+    assert judge_gate(config) is None  # not measured yet
+    path = genrm_root(config) / EXTERNAL_EVAL
+    saved = {"url": "http://127.0.0.1:1/v1", "model": "theirs", "eval": asdict(judge_eval(0.6, 0.38))}
+    path.write_text(json.dumps(saved))
+    assert judge_gate(config).startswith("pairwise balanced accuracy 0.38")
+    monkeypatch.setenv("M1_GENRM_URL", "http://127.0.0.1:2/v1")  # another judge: not this measurement
     assert judge_gate(config) is None
 
 
 def test_the_runs_own_judge_is_gated_while_it_is_served(config, monkeypatch):
     """`m1 run` serves its judge for the evaluations and stages (M1_GENRM_URL set by served_judge): that
-    URL is still the run's own judge, so the gate holds there as in the plan made before serving it (a
-    stage that saw no gate trained on the losing judge and rebuilt the base for a different dataset list)."""
+    URL is still the run's own judge, so the gate holds there as in the plan made before serving it."""
     from flows.genrm.files import SERVED_JUDGE_ENV
 
-    _write_judge(config, judge_eval(0.6, 0.4, 0.52))
+    _write_judge(config, judge_eval(0.6, 0.40))
     monkeypatch.setenv("M1_GENRM_URL", "http://127.0.0.1:1/v1")
     monkeypatch.setenv(SERVED_JUDGE_ENV, str(judge_dir(config).resolve()))
-    assert judge_gate(config) == "pairwise accuracy 0.52 <= always the reference 0.83"
-    monkeypatch.setenv(SERVED_JUDGE_ENV, "/somewhere/else")  # another run's judge: the user's choice
+    assert judge_gate(config).startswith("pairwise balanced accuracy 0.40")
+    monkeypatch.setenv(SERVED_JUDGE_ENV, "/somewhere/else")  # another run's judge, unmeasured here
     assert judge_gate(config) is None
 
 
 def test_the_gate_can_be_switched_off(config):
-    _write_judge(config, judge_eval(0.6, 0.4, 0.52))
+    _write_judge(config, judge_eval(0.6, 0.40))
     off = config.model_copy(update={"genrm": config.genrm.model_copy(update={"gate": False})})
     assert judge_gate(off) is None
     assert "general" in [s.name for s in active_curriculum(off)[0].stages]

@@ -17,7 +17,13 @@ import flows.genrm.general as general_module
 from flows.config import GenRMConfig, ModelConfig
 from flows.genrm.general import GeneralTask, general_items
 from flows.genrm.labels import LOGIC_TASKS, _math_responses, labelled_set
-from flows.genrm.train_judge import HELDOUT, balanced, datasets, grade_examples, pair_examples, train_judge
+from flows.genrm.train_judge import (
+    HELDOUT,
+    datasets,
+    judge_examples,
+    pair_examples,
+    train_judge,
+)
 from verifiers.genrm.evaluate import JudgeEval
 
 TINY_JUDGE = ModelConfig(
@@ -47,7 +53,7 @@ def test_train_judge_on_a_tiny_config_saves_a_checkpoint_its_summary_and_the_hel
 
     train, test = datasets(cfg)
     rng = random.Random(f"judge/{cfg.seed}")
-    expected = balanced(grade_examples(train) + pair_examples(train, rng), rng)
+    expected = judge_examples(train, cfg, rng)
     assert summary["inputs_hash"] == "abc"
     assert summary["train_examples"] == len(expected)
     assert {e.kind for e in expected} == {"grade", "pair"}
@@ -206,3 +212,36 @@ def test_a_wrong_math_answer_is_off_by_one_of_the_fixed_offsets_and_a_cut_one_st
     assert cuts == {solution[:n] for n in range(3, 11)}  # from a third of the way to just before "The answer"
     # a solution without "The answer" is cut to its first character
     assert _math_responses(random.Random(1), "q", "\\boxed{7}", 7, "o")["truncated"] == "\\"
+
+
+def test_the_judges_training_options_shape_its_examples():
+    """`pair_training`, `rationale` and `judge_domains` (measured in flows/genrm/README.md, "What we
+    tried"): both orders of every reference pair, replies that quote the facts before the verdict (which
+    `parse_grade` / `parse_verdict` still read), and labelled responses of the chosen domains only."""
+    from verifiers.genrm.parse import parse_grade, parse_verdict
+
+    small = GenRMConfig(train_prompts=8, eval_prompts=4)
+    train, _ = datasets(small)
+
+    def rng0():
+        return random.Random(0)
+
+    one = pair_examples(train, random.Random(0))
+    both = pair_examples(train, random.Random(0), both_orders=True)
+    assert len(both) == 2 * len(one) == len({e.message for e in both})  # every pair, each order once
+    flipped = Counter(e.label for e in both)
+    assert flipped["A"] == flipped["B"]  # the better text is shown first as often as second
+    swapped = judge_examples(train, small.model_copy(update={"pair_training": "reference-swapped"}), rng0())
+    assert {e.message for e in swapped if e.kind == "pair"} == {e.message for e in both}
+
+    reasoned = judge_examples(train, small.model_copy(update={"rationale": True}), random.Random(0))
+    for e in reasoned:
+        read = parse_grade(e.answer) if e.kind == "grade" else parse_verdict(e.answer)
+        assert read == e.label
+    quoted = {(e.kind, e.domain) for e in reasoned if not e.answer.startswith(("Grade:", "Verdict:"))}
+    assert quoted == {("grade", "math"), ("grade", "general"), ("pair", "general")}
+
+    general_only = small.model_copy(update={"judge_domains": ["general"]})
+    train_g, test_g = datasets(general_only)
+    assert {x.domain for x in train_g + test_g} == {"general"}
+    assert not {x.question for x in train_g} & {x.question for x in test_g}

@@ -1,18 +1,18 @@
-"""Length bias: shaping/clipping/normalisation units, and a real RL stage (RLTrainer + PromptPool + Engine
-on a tiny model) scored by a pairwise judge that secretly prefers longer responses, served on loopback."""
+"""Length bias: shaping/clipping/normalisation units, and real `general` curriculum stages (run_stage on a
+store of general items, a tiny model) scored by a pairwise judge that prefers longer responses, served on
+loopback: the monitor and shaping wired into the stage (fast), an alarm that stops it (fast), and the run
+where the alarm fires and shaping flattens the length (slow)."""
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
-import torch
 
 from flows.config import LengthBiasConfig
 from flows.curriculum.report import plot_length_bias
 from flows.curriculum.settings import length_bias_settings
 from m1model.rl.length_bias import LengthBias, LengthSeeking, slope, spearman
+from tests.genrm.length_stage import general_stage
 from tests.genrm.scripted import prefers_longer, scripted_judge
 
 ITEM = {"domain": "general", "reference": "one two three four", "prompt": "say it"}
@@ -83,78 +83,70 @@ def test_spearman_edge_cases():
     assert spearman([1, 2, 3, 4], [2, 4, 6, 9]) == pytest.approx(1.0)
 
 
-# -- a real stage --------------------------------------------------------------------------------------
+# -- inside a stage ------------------------------------------------------------------------------------
+
+
+def _run(folder, url, monkeypatch, **kwargs):
+    from flows.config import load_config
+    from flows.curriculum.stage import run_stage
+
+    monkeypatch.setenv("M1_GENRM_URL", url)
+    return run_stage(load_config(general_stage(folder, **kwargs)), "general")
+
+
+def test_inside_a_stage_the_monitor_watches_the_judged_domain_and_shaping_acts_on_the_reward(
+    tmp_path, monkeypatch
+):
+    """A few steps of a real general stage whose judge prefers longer texts: the monitor's metrics every
+    step, the shaped reward below the judge's wherever responses run past the reference's length, the
+    stage's note and plot, and validation on the rule grade (not on the judge)."""
+    with scripted_judge(prefers_longer) as (url, script):
+        result = _run(
+            tmp_path,
+            url,
+            monkeypatch,
+            steps=3,
+            sft_steps=5,
+            prompts_per_step=4,
+            length_bias={"window": 2, "shaping": True, "shaping_coef": 4.0, "shaping_slack": 1.0},
+        )
+    p = "length_bias/general"
+    assert [h["step"] for h in result.history] == [1.0, 2.0, 3.0]
+    for h in result.history:
+        assert {f"{p}/length", f"{p}/reward_raw", f"{p}/reward", f"{p}/corr", f"{p}/corr_raw"} <= set(h)
+        # five SFT steps leave answers far longer than a reference: shaping takes up to 4 off each
+        assert h[f"{p}/reward"] < h[f"{p}/reward_raw"] and h[f"{p}/length_ratio"] > 1
+    assert f"{p}/alarm" in result.history[-1] and f"{p}/length_trend" in result.history[-1]
+    (note,) = [n for n in result.notes if n.startswith("length-bias monitor (general)")]
+    assert "x the reference's" in note and "rule-verified success" in note
+    assert result.plots[-1].endswith("length_bias.png")
+    assert set(result.validation["end"]) == {"val/general", "val/all"}
+    # the judge was asked only for training rewards: validation scores the rule grade
+    assert len(script.messages) == 2 * sum(int(h["groups_sampled"]) * 4 for h in result.history)
+
+
+def test_inside_a_stage_an_alarm_with_on_alarm_stop_ends_the_stage_with_its_reason(tmp_path, monkeypatch):
+    """Thresholds any step meets (their arithmetic is tested above and in tests/rl/test_length_growth.py):
+    the alarm fires as soon as the window is full, and `stop` ends the stage there, with the reason."""
+    always = {
+        "window": 2,
+        "length_growth": -10.0,
+        "success_growth": 10.0,
+        "min_corr": -2.0,
+        "alarm_ratio": 0.0,
+        "on_alarm": "stop",
+    }
+    with scripted_judge(prefers_longer) as (url, _):
+        result = _run(
+            tmp_path, url, monkeypatch, steps=4, sft_steps=5, prompts_per_step=4, length_bias=always
+        )
+    assert len(result.history) == 1  # step 2's hook raised before its step was recorded
+    (warning,) = result.warnings
+    assert warning.startswith("length seeking in domain 'general' at step 2") and "on_alarm = stop" in warning
+
 
 STEPS = 12
 ALARM_WITHIN = 10  # the stated bound: the biased judge's alarm fires by this step
-
-
-def _stage(url: str, cfg: LengthBiasConfig, seed: int = 0, prompts_per_step: int = 4):
-    from flows.genrm.general import general_items
-    from flows.genrm.labels import rule_success
-    from m1model import Engine, M1Config, M1ForCausalLM, train_tokenizer
-    from m1model.rl.rollout import PromptPool
-    from m1model.rl.sft import SFTConfig, sft_warm_start
-    from m1model.rl.trainer import RLConfig, RLTrainer
-    from verifiers.genrm.pair import PairJudge
-    from verifiers.scoring import make_reward_fn
-
-    corpus = general_items(400, seed=3).to_dicts()
-    rows = corpus[:24]
-    tok = train_tokenizer([r["prompt"] + " " + r["reference"] for r in corpus], vocab_size=600)
-    random.seed(seed)  # each stage from the same state, whatever ran before it in this process
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    model = M1ForCausalLM(
-        M1Config(
-            vocab_size=len(tok),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            head_dim=16,
-            num_local_experts=2,
-            num_experts_per_tok=1,
-            layer_types=["linear_attention", "full_attention"],
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id,
-        )
-    )
-    prompts = [tok.encode(r["prompt"]) for r in rows]
-    # a short warm start: answers about as long as the references, then EOS
-    examples = [
-        (p, tok.encode(r["reference"], add_special_tokens=False) + [tok.eos_token_id])
-        for p, r in zip(prompts, rows, strict=True)
-    ]
-    sft_warm_start(model, examples, SFTConfig(steps=200, lr=5e-3, batch_size=8))
-    judge = PairJudge(url=url, constraint_weight=0.0, concurrency=8)
-    decode = lambda ids: tok.decode(ids, skip_special_tokens=True)  # noqa: E731
-    lb = LengthBias(
-        length_bias_settings(cfg),
-        decode=decode,
-        encode=lambda s: tok.encode(s, add_special_tokens=False),
-        success=rule_success,
-    )
-    trainer = RLTrainer(
-        model,
-        Engine(model),
-        lb.wrap(make_reward_fn({"general": judge}, decode)),
-        PromptPool(prompts, rows),
-        RLConfig(
-            group_size=4,
-            prompts_per_step=prompts_per_step,
-            lr=5e-3,
-            updates_per_batch=1,
-            max_new_tokens=64,
-            stop_token_ids=(tok.eos_token_id,),
-            dynamic_sampling=False,
-            track_entropy=False,
-            seed=seed,
-        ),
-        step_hooks=[lb.hook],
-    )
-    return trainer.train(STEPS)
 
 
 def growth(lengths: list[float]) -> float:
@@ -163,38 +155,41 @@ def growth(lengths: list[float]) -> float:
 
 
 @pytest.mark.slow
-def test_a_length_preferring_judge_trips_the_alarm_and_shaping_removes_the_trend(tmp_path):
-    # 8 prompts x 4 responses a step: each step's mean length is over 32 responses. The bounds below
-    # held with margin over 6 seeds (worst case in brackets): a trajectory is one draw, and the draw
-    # moves with the CPU's float rounding, so a bound that holds for one seed only fails elsewhere.
+def test_in_a_general_stage_a_length_preferring_judge_trips_the_alarm_and_shaping_flattens_the_length(
+    tmp_path, monkeypatch
+):
+    """The one run where the monitor fires: a `general` stage trained on a judge that prefers the longer
+    text (the constraint rules off, so the judge alone scores), then the same stage with shaping."""
+    common = {"steps": STEPS, "sft_steps": 200}
     with scripted_judge(prefers_longer) as (url, _):
-        biased = _stage(url, LengthBiasConfig(window=4), prompts_per_step=8)
-        shaped = _stage(
+        biased = _run(tmp_path / "biased", url, monkeypatch, length_bias={"window": 4}, **common)
+        shaped = _run(
+            tmp_path / "shaped",
             url,
-            LengthBiasConfig(window=4, shaping=True, shaping_coef=4.0, shaping_slack=1.0),
-            prompts_per_step=8,
+            monkeypatch,
+            length_bias={"window": 4, "shaping": True, "shaping_coef": 4.0, "shaping_slack": 1.0},
+            **common,
         )
     p = "length_bias/general"
-    alarms = [int(h["step"]) for h in biased if h.get(f"{p}/alarm")]
-    lengths = [h[f"{p}/length"] for h in biased]
-    assert alarms and alarms[0] <= ALARM_WITHIN, (alarms, lengths)  # [7]
-    assert lengths[-1] > 1.3 * lengths[0], lengths  # [3.4x]
-    success = [h[f"{p}/success"] for h in biased]
+    alarms = [int(h["step"]) for h in biased.history if h.get(f"{p}/alarm")]
+    lengths = [h[f"{p}/length"] for h in biased.history]
+    assert alarms and alarms[0] <= ALARM_WITHIN, (alarms, lengths)
+    assert lengths[-1] > 1.3 * lengths[0], lengths
+    success = [h[f"{p}/success"] for h in biased.history]
     assert np.mean(success[-4:]) <= np.mean(success[:4]) + 0.05  # longer, not more often right
+    assert any(n.startswith("length-bias monitor (general)") and "alarm steps" in n for n in biased.notes)
 
-    shaped_lengths = [h[f"{p}/length"] for h in shaped]
-    # shaping bites only past the reference's length, so one overshoot may still alarm before the
-    # penalty pulls the length back; after that the shaped stage stays quiet, the biased one does not
-    shaped_alarms = [int(h["step"]) for h in shaped if h.get(f"{p}/alarm")]
+    shaped_lengths = [h[f"{p}/length"] for h in shaped.history]
+    shaped_alarms = [int(h["step"]) for h in shaped.history if h.get(f"{p}/alarm")]
+    # shaping bites only past the reference's length, so one overshoot may still alarm before the penalty
+    # pulls the length back; after that the shaped stage stays quiet, the biased one does not
     assert len(shaped_alarms) < len(alarms) / 2 and all(s <= STEPS // 2 for s in shaped_alarms), (
         shaped_alarms,
         alarms,
         shaped_lengths,
     )
-    # the biased run's length grows by 35-47 tokens from its first four steps to its last four; shaping
-    # removes at least half of that growth [0.22 of it left] and ends far shorter [0.42 of the length]
-    assert slope(lengths) / np.mean(lengths) > 0.05, lengths  # [0.12 of the mean length per step]
+    assert slope(lengths) / np.mean(lengths) > 0.05, lengths
     assert growth(shaped_lengths) < growth(lengths) / 2, (lengths, shaped_lengths)
     assert np.mean(shaped_lengths[-4:]) < 0.6 * np.mean(lengths[-4:]), (lengths, shaped_lengths)
-    png = plot_length_bias(biased, tmp_path / "length.png")
-    assert png.stat().st_size > 10_000
+    png = next(p for p in biased.plots if p.endswith("length_bias.png"))
+    assert plot_length_bias(biased.history, tmp_path / "length.png").stat().st_size > 10_000 and png

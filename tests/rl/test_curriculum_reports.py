@@ -146,30 +146,57 @@ def test_the_curves_plot_has_four_panels_and_says_when_no_step_updated(tmp_path,
     assert figures[0]["suptitle"] == "tiny / a" and figures[0]["size"] == (16.0, 3.2)
 
 
-def test_the_length_bias_plot_shows_length_success_and_correlation_per_domain(tmp_path, figures):
+def test_the_length_bias_plot_shows_length_success_reward_and_correlation_per_domain(tmp_path, figures):
     history = [
-        {"step": 1, "length_bias/general/length": 10.0, "length_bias/general/corr": 0.2},
+        {"step": 1, "length_bias/general/length": 10.0, "length_bias/general/corr": 0.2,
+         "length_bias/general/corr_raw": 0.3, "length_bias/general/reward_raw": 0.4,
+         "length_bias/general/reward": 0.1},
         {"step": 2, "length_bias/general/length": 14.0, "length_bias/general/corr": 0.5,
          "length_bias/general/success": 0.5, "length_bias/general/alarm": 1.0},
         {"step": 3, "reward_mean": 0.0},
     ]  # fmt: skip
     report.plot_length_bias(history, tmp_path / "lb.png", "tiny / general")
     fig = figures[0]
-    assert fig["suptitle"] == "tiny / general" and fig["size"] == (10.0, 3.2) and fig["dpi"] == 100
-    length, corr, success = fig["axes"]  # the twin axis comes last
+    assert fig["suptitle"] == "tiny / general" and fig["size"] == (15.0, 3.2) and fig["dpi"] == 100
+    length, reward, corr, success = fig["axes"]  # the twin axis comes last
     assert length["lines"][0]["x"] == [1.0, 2.0] and length["lines"][0]["y"] == [10.0, 14.0]
     assert length["lines"][0]["color"] == "#1f77b4" and length["ylabel"] == "mean length (tokens)"
     assert length["ylabel_color"] == "#1f77b4"
     alarm = length["lines"][1]  # a red line at the alarm step
     assert alarm["x"] == [2.0, 2.0] and alarm["color"] == "#d62728"
     assert len(length["lines"]) == 2
-    assert length["title"] == "general: length vs success (red: alarm)" and length["xlabel"] == "RL step"
+    assert (
+        length["title"] == "general: length vs success (1 alarm steps, red)" and length["xlabel"] == "RL step"
+    )
     y = success["lines"][0]["y"]
     assert y[0] != y[0] and y[1] == 0.5  # no success measured at step 1
     assert success["lines"][0]["marker"] == "s" and success["ylim"] == (-0.05, 1.05)
     assert success["ylabel"] == "success (rule-verified)" and success["ylabel_color"] == "#2ca02c"
-    assert corr["lines"][0]["y"] == [0.2, 0.5] and corr["ylim"] == (-1.05, 1.05)
+    judged, trained = reward["lines"]
+    assert (judged["label"], judged["y"][0]) == ("judge's reward", 0.4)
+    assert (trained["label"], trained["y"][0]) == ("trained on", 0.1)
+    assert reward["title"] == "general: mean reward (shaped when mitigation acts)"
+    raw, shaped = corr["lines"][:2]
+    assert raw["y"][0] == 0.3 and shaped["y"] == [0.2, 0.5] and corr["ylim"] == (-1.05, 1.05)
     assert corr["title"] == "general: Spearman(reward, length)" and corr["xlabel"] == "RL step"
+    assert corr["legend"] == ["judge's reward", "trained on"]
+
+
+def test_length_bias_notes_say_what_the_monitor_saw_in_each_judged_domain():
+    history = [
+        {"step": 1, "length_bias/general/length": 10.0, "length_bias/general/length_ratio": 0.8,
+         "length_bias/general/success": 0.3, "length_bias/general/corr_raw": 0.2,
+         "length_bias/math/length": 3.0},
+        {"step": 2, "length_bias/general/length": 14.0, "length_bias/general/length_ratio": 1.6,
+         "length_bias/general/success": 0.3, "length_bias/general/corr_raw": 0.4,
+         "length_bias/general/alarm": 1.0},
+    ]  # fmt: skip
+    assert report.length_bias_notes(history, ["general"]) == [
+        "length-bias monitor (general): mean length 10.0 (0.80x the reference's) -> 14.0 (1.60x the "
+        "reference's) tokens, rule-verified success 0.30 -> 0.30, the judge's reward-length Spearman +0.30 "
+        "on average; 1 alarm steps (first at step 2)"
+    ]
+    assert report.length_bias_notes(history, ["code"]) == []  # not watched: no line
 
 
 def test_the_stage_report_lists_validation_warnings_notes_and_plots(tmp_path):

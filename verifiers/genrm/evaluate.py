@@ -1,24 +1,29 @@
-"""How good is a judge? The two checks of M1 section 4.2.1, on labelled responses.
+"""How good is a judge? The checks of M1 section 4.2.1 on labelled responses, measured where no constant
+can do well (shared/DESIGN.md, "Judging judges").
 
-1. Agreement with the labels: accuracy of the five-grade judge's (rounded) grade, Spearman rank correlation,
-   a confusion matrix of grades, and the majority-class baseline (always answering the commonest grade).
+1. The five-grade judge against the labels: accuracy of its (rounded) grade beside the majority grade
+   (always answering the commonest grade), balanced accuracy (the mean over true grades of each grade's
+   recall: any constant scores 1/K there, whatever the label mix), Spearman rank correlation, the grade
+   confusion matrix, and its length slope: the least-squares fit grade = a + b * true grade + c * log2(length
+   of the response), ``c`` the grade per doubling of length at equal true grade.
 2. Best-of-N: per prompt, N responses drawn from its labelled pool; the judge's favourite (highest grade,
    ties broken at random) is correct or not (a correct final answer: grade >= 4). Averaged over draws and
    prompts, against pass@N (any of the N correct: the ceiling a perfect judge reaches) and a random pick
    (the floor), for N = 1, 2, 4, 8.
-
-With ``pairwise`` the blind pairwise judge (the curricula's `genrm`) is also scored: each labelled response
-against its prompt's reference, the verdict's sign against the sign of the grade difference, and how often
-the two presentation orders agree (position consistency).
+3. With ``pairwise``, the blind pairwise judge (the curricula's `genrm`) on the balanced pairwise set of
+   verifiers/genrm/balanced.py, built from the rows of ``pair_domains`` (the domains a pairwise judge scores
+   in the curricula: general; every row when none is of those): every pair in both orders, balanced
+   accuracy beside the trivial judges' (always the reference, always the first shown, the longer text
+   wins, a random verdict), position consistency and the length slope.
 
 Rows are labelled responses, ``prompt_id, question, reference, response, grade`` each (the labels file of
 `m1 genrm eval`, read by flows/genrm/files.py; `m1 genrm train-judge` writes one for its held-out prompts).
-`JudgeEval.gate` is what a run asks before it trains on a judge.
+`JudgeEval.gate` is what a run asks before it trains on a judge: the balanced measures only.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -29,12 +34,22 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from verifiers.endpoint import EndpointError
+from verifiers.genrm.balanced import (
+    balanced_accuracy,
+    balanced_pairs,
+    best_trivial,
+    measure_pairs,
+    trivial_baselines,
+)
 from verifiers.genrm.grade import GradeJudge
 from verifiers.genrm.options import JudgeOptions
 from verifiers.genrm.pair import compare
 
 NS = (1, 2, 4, 8)
 CORRECT = 4  # grades 4 and 5: a correct final answer
+PAIR_DOMAINS = ("general",)  # the domains a pairwise judge scores in the curricula
+MAX_PAIRS_PER_CLASS = 48  # 144 pairs, 288 judgments: a 95% interval of about +-0.08 on balanced accuracy
+GATE_MARGIN = 0.10
 
 
 def rank_correlation(x: Sequence[float], y: Sequence[float]) -> float:
@@ -42,6 +57,16 @@ def rank_correlation(x: Sequence[float], y: Sequence[float]) -> float:
     if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
         return 0.0
     return float(spearmanr(x, y).statistic)
+
+
+def grade_length_slope(predicted: Sequence[float], truth: Sequence[int], lengths: Sequence[int]) -> float:
+    """``c`` of the least-squares fit predicted = a + b * truth + c * log2(length); 0 without spread."""
+    logs = [math.log2(max(n, 1)) for n in lengths]
+    if len(predicted) < 4 or np.std(logs) == 0:
+        return 0.0
+    x = np.column_stack([np.ones(len(logs)), np.asarray(truth, float), np.asarray(logs)])
+    coef, *_ = np.linalg.lstsq(x, np.asarray(predicted, float), rcond=None)
+    return float(coef[2])
 
 
 @dataclass
@@ -53,82 +78,141 @@ class JudgeEval:
     failed: int  # judgments that ended in an error (not counted as any grade)
     confusion: dict[int, dict[str, int]]  # true grade -> predicted grade ("fail") -> count
     best_of_n: list[dict[str, float]]  # per N: judge, pass@N, random, prompts
-    pairwise: dict[str, float] | None = None
+    pairwise: dict[str, Any] | None = None  # the balanced pairwise set's measures (see `_pairwise`)
     rejected: int = 0
     per_domain: dict[str, float] = field(default_factory=dict)
+    balanced_accuracy: float = float("nan")  # mean recall over the true grades
+    length_slope: float = 0.0  # grade per doubling of the response's length, at equal true grade
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgeEval:
         """From `dataclasses.asdict` output read back from JSON (grade keys become ints again)."""
         confusion = {int(t): dict(c) for t, c in d["confusion"].items()}
-        return cls(**(d | {"confusion": confusion}))
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**(known | {"confusion": confusion}))
+
+    @property
+    def constant_grade_baseline(self) -> float:
+        """Balanced accuracy of any constant grade: 1/K for K true grades."""
+        return 1 / max(len(self.confusion), 1)
+
+    def best_of(self, n: int) -> dict[str, float] | None:
+        return next((b for b in self.best_of_n if b["n"] == n), None)
 
     def table(self) -> list[dict[str, Any]]:
-        """The headline numbers as rows (the console table and the Prefect table artifact)."""
+        """The headline numbers as rows (the console table, the Prefect table artifact, the report)."""
         rows: list[dict[str, Any]] = [
-            {
-                "metric": "grade accuracy",
-                "value": round(self.accuracy, 4),
-                "baseline": round(self.majority_baseline, 4),
-                "note": "baseline: majority class",
-            },
-            {"metric": "Spearman vs labels", "value": round(self.spearman, 4), "baseline": 0.0, "note": ""},
+            _row(
+                "grade accuracy",
+                self.accuracy,
+                self.majority_baseline,
+                "baseline: always the commonest grade",
+            ),
+            _row(
+                "grade balanced accuracy",
+                self.balanced_accuracy,
+                self.constant_grade_baseline,
+                "mean recall over the true grades; baseline: any constant grade",
+            ),
+            _row("Spearman vs labels", self.spearman, 0.0, ""),
+            _row(
+                "grade length slope",
+                self.length_slope,
+                0.0,
+                "grade per doubling of the response's length at equal true grade (0: no length bias)",
+            ),
             {"metric": "failed judgments", "value": self.failed, "baseline": None, "note": f"of {self.n}"},
         ]
         for domain, acc in sorted(self.per_domain.items()):
-            rows.append(
-                {"metric": f"grade accuracy ({domain})", "value": round(acc, 4), "baseline": None, "note": ""}
-            )
+            rows.append(_row(f"grade accuracy ({domain})", acc, None, ""))
         for b in self.best_of_n:
+            halfway = b["random"] + (b["pass"] - b["random"]) / 2
             rows.append(
-                {
-                    "metric": f"Best-of-{b['n']} accuracy",
-                    "value": round(b["judge"], 4),
-                    "baseline": round(b["random"], 4),
-                    "note": f"pass@{b['n']} {b['pass']:.3f} (ceiling); baseline: random pick",
-                }
+                _row(
+                    f"Best-of-{b['n']} accuracy",
+                    b["judge"],
+                    b["random"],
+                    f"pass@{b['n']} {b['pass']:.3f} (ceiling), halfway {halfway:.3f}; baseline: random pick",
+                )
+            )
+        if self.pairwise:
+            rows += pairwise_rows(self.pairwise)
+        return rows
+
+    def gate(self, margin: float = GATE_MARGIN) -> str | None:
+        """Why a run must not train on this judge, or None when it may. On balanced measures only: the
+        pairwise judge's balanced accuracy must be ``margin`` above the best trivial judge's on the same
+        pairs, with its 95% interval's low end above that judge too; the five-grade judge's balanced
+        accuracy ``margin`` above any constant grade's. A judge that does not beat what reads nothing adds
+        noise (or its biases) to the reward, not signal."""
+        misses = []
+        if not self.balanced_accuracy >= self.constant_grade_baseline + margin:
+            misses.append(
+                f"grade balanced accuracy {self.balanced_accuracy:.2f} < a constant grade's "
+                f"{self.constant_grade_baseline:.2f} + {margin:.2f}"
             )
         if self.pairwise:
             p = self.pairwise
-            rows.append(
-                {
-                    "metric": "pairwise accuracy",
-                    "value": round(p["accuracy"], 4),
-                    "baseline": round(_reference_baseline(p), 4),
-                    "note": "vs the reference, blind; baseline: always the reference "
-                    f"(majority verdict {p['majority_baseline']:.3f})",
-                }
-            )
-            rows.append(
-                {
-                    "metric": "position consistency",
-                    "value": round(p["position_consistency"], 4),
-                    "baseline": None,
-                    "note": "both orders agree",
-                }
-            )
-        return rows
-
-    def gate(self) -> str | None:
-        """Why a run must not train on this judge, or None when it may: its grades must beat always
-        answering the commonest grade, and its pairwise verdicts always preferring the reference, on the
-        held-out labels. A judge that loses to a constant adds noise to the reward, not signal."""
-        misses = []
-        if self.accuracy <= self.majority_baseline:
-            misses.append(
-                f"grade accuracy {self.accuracy:.2f} <= majority grade {self.majority_baseline:.2f}"
-            )
-        if self.pairwise and self.pairwise["accuracy"] <= _reference_baseline(self.pairwise):
-            misses.append(
-                f"pairwise accuracy {self.pairwise['accuracy']:.2f} <= always the reference "
-                f"{_reference_baseline(self.pairwise):.2f}"
-            )
+            name, best = p["best_trivial"], p["best_trivial_accuracy"]
+            if not (p["balanced_accuracy"] >= best + margin and p["balanced_low"] > best):
+                misses.append(
+                    f"pairwise balanced accuracy {p['balanced_accuracy']:.2f} (95% interval "
+                    f"{p['balanced_low']:.2f}-{p['balanced_high']:.2f}) not {margin:.2f} above {name!r} "
+                    f"{best:.2f} on the same {p['n']} pairs"
+                )
         return "; ".join(misses) or None
 
 
-def _reference_baseline(pairwise: dict[str, float]) -> float:
-    """Accuracy of always preferring the reference."""
-    return pairwise["reference_baseline"]
+def _row(metric: str, value: float, baseline: float | None, note: str) -> dict[str, Any]:
+    return {
+        "metric": metric,
+        "value": round(value, 4),
+        "baseline": None if baseline is None else round(baseline, 4),
+        "note": note,
+    }
+
+
+def pairwise_rows(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pairwise judge's rows: balanced accuracy beside every trivial judge, consistency, length slope."""
+    classes = ", ".join(f"{v} {k}" for k, v in p["classes"].items())
+    base = p["baselines"]
+    rows = [
+        _row(
+            "pairwise balanced accuracy",
+            p["balanced_accuracy"],
+            p["best_trivial_accuracy"],
+            f"{p['n']} pairs ({classes}; the worse text longer in half the decisive ones), both orders; "
+            f"95% interval {p['balanced_low']:.3f}-{p['balanced_high']:.3f}; "
+            f"baseline: the best trivial judge ({p['best_trivial']})",
+        )
+    ]
+    rows += [
+        _row(f"  trivial: {name}", b["balanced_accuracy"], None, "balanced accuracy on the same pairs")
+        for name, b in base.items()
+    ]
+    rows += [
+        _row(
+            "position consistency",
+            p["position_consistency"],
+            base["a random verdict"]["position_consistency"],
+            f"both orders agree; the first-shown text wins {p['first_shown_wins']:.0%} of single-order "
+            "verdicts; baseline: a random verdict",
+        ),
+        _row(
+            "pairwise length slope",
+            p["length_slope"],
+            base["the longer text wins"]["length_slope"],
+            "score per doubling of the response's length at equal quality (0: no length bias); "
+            "baseline: the longer text wins",
+        ),
+        {
+            "metric": "failed pairwise judgments",
+            "value": p["failed"],
+            "baseline": None,
+            "note": f"of {p['n']}",
+        },
+    ]
+    return rows
 
 
 def best_of_n(
@@ -177,8 +261,11 @@ def evaluate_judge(
     seed: int = 0,
     rejected: int = 0,
     max_tokens: int | None = None,
+    pair_domains: Sequence[str] | None = PAIR_DOMAINS,
+    max_pairs_per_class: int | None = MAX_PAIRS_PER_CLASS,
 ) -> JudgeEval:
-    """Grade every labelled response with `genrm-grade` at ``url`` and compute the report.
+    """Grade every labelled response with `genrm-grade` at ``url`` and compute the report; with
+    ``pairwise``, also judge the balanced pairwise set built from the rows of ``pair_domains``.
     ``max_tokens`` per judgment: None takes ``M1_GENRM_MAX_TOKENS`` or the judges' default.
     An endpoint that failed every judgment is an `EndpointError` with the first one's message."""
     judge = GradeJudge(url=url, model=model, k=k, max_tokens=max_tokens)
@@ -191,9 +278,12 @@ def evaluate_judge(
     confusion: dict[int, Counter] = defaultdict(Counter)
     for t, p in zip(labels, predicted, strict=True):
         confusion[t]["fail" if p is None else str(round(p))] += 1
-    hits = [p is not None and round(p) == t for t, p in zip(labels, predicted, strict=True)]
-    scored = [(t, p) for t, p in zip(labels, predicted, strict=True) if p is not None]
-    rho = rank_correlation(*zip(*scored, strict=True)) if scored else 0.0
+    rounded = [None if p is None else round(p) for p in predicted]
+    hits = [p == t for t, p in zip(labels, rounded, strict=True)]
+    scored = [
+        (t, p, len(r["response"])) for t, p, r in zip(labels, predicted, rows, strict=True) if p is not None
+    ]
+    truth_s, pred_s, len_s = (list(x) for x in zip(*scored, strict=True)) if scored else ([], [], [])
     by_domain: dict[str, list[bool]] = defaultdict(list)
     for r, h in zip(rows, hits, strict=True):
         by_domain[r.get("domain", "all")].append(h)
@@ -204,54 +294,42 @@ def evaluate_judge(
         n=len(rows),
         accuracy=float(np.mean(hits)),
         majority_baseline=Counter(labels).most_common(1)[0][1] / len(labels),
-        spearman=rho,
+        spearman=rank_correlation(truth_s, pred_s) if scored else 0.0,
         failed=sum(p is None for p in predicted),
         confusion={t: dict(c) for t, c in sorted(confusion.items())},
         best_of_n=best_of_n(pools, ns, draws, seed),
         rejected=rejected,
         per_domain={d: float(np.mean(h)) for d, h in by_domain.items()},
+        balanced_accuracy=balanced_accuracy(labels, rounded)[0],
+        length_slope=grade_length_slope(pred_s, truth_s, len_s),
     )
     if pairwise:
-        result.pairwise = _pairwise(url, model, rows, max_tokens)
+        opts = JudgeOptions.resolve(url=url, model=model, max_tokens=max_tokens)
+        result.pairwise = _pairwise(opts, rows, pair_domains, max_pairs_per_class, seed)
     return result
 
 
 def _pairwise(
-    url: str, model: str, rows: Sequence[dict[str, Any]], max_tokens: int | None = None
-) -> dict[str, float] | None:
-    """Each response against its prompt's reference response (perturbation "reference"), blind.
-
-    The sign, from the response's point of view: the labels' is sign(grade of the response - grade of
-    the reference), +1 the response is better, -1 the reference, 0 equal grades; the judge's is the sign of
-    `compare`'s score with the response as the first text (both orders, combined as verifiers/genrm/pair.py
-    says: orders that disagree make a tie). ``accuracy`` is the share of pairs whose signs are equal, over
-    every pair: a tie verdict is right on equal grades only, and a failed judgment (no order parsed) is
-    wrong. ``reference_baseline`` is the accuracy of always answering -1, ``majority_baseline`` of always
-    answering the commonest sign; ``position_consistency`` is over the pairs judged in both orders."""
-    refs = {r["prompt_id"]: r for r in rows if r.get("perturbation") == "reference"}
-    triples, truth = [], []
-    for r in rows:
-        ref = refs.get(r["prompt_id"])
-        if ref is None or r is ref:
-            continue
-        item = json.loads(ref["item"]) if isinstance(ref.get("item"), str) else ref.get("item") or {}
-        reference_text = (
-            f"<answer>{ref['reference']}</answer>"
-            if r.get("domain") == "logic"
-            else item.get("reference", ref["response"])
-        )
-        triples.append((r["question"], r["response"], reference_text))
-        truth.append(int(np.sign(r["grade"] - ref["grade"])))
-    if not triples:
+    opts: JudgeOptions,
+    rows: Sequence[dict[str, Any]],
+    domains: Sequence[str] | None,
+    max_per_class: int | None,
+    seed: int,
+) -> dict[str, Any] | None:
+    """The pairwise judge on the balanced set (verifiers/genrm/balanced.py): its measures, the trivial
+    judges' on the same pairs, and the best of those. None when the rows make no pair."""
+    if domains is not None and not any(r.get("domain", "all") in domains for r in rows):
+        domains = None  # a labels file of other domains (or none): pair what it has
+    pairs = balanced_pairs(rows, seed=seed, domains=domains, max_per_class=max_per_class)
+    if not pairs:
         return None
-    compared = compare(JudgeOptions.resolve(url=url, model=model, max_tokens=max_tokens), triples)
-    signs = [None if c.score is None else int(np.sign(c.score)) for c in compared]
-    consistent = [c.consistent for c in compared if c.consistent is not None]
-    return {
-        "n": len(triples),
-        "accuracy": float(np.mean([s == t for s, t in zip(signs, truth, strict=True)])),
-        "majority_baseline": Counter(truth).most_common(1)[0][1] / len(truth),
-        "reference_baseline": sum(t < 0 for t in truth) / len(truth),  # always "the reference is better"
-        "position_consistency": float(np.mean(consistent)) if consistent else float("nan"),
-        "failed": sum(s is None for s in signs),
+    compared = compare(opts, [(p.question, p.response, p.reference) for p in pairs])
+    measures = measure_pairs(pairs, ([c.forward for c in compared], [c.backward for c in compared]))
+    baselines = trivial_baselines(pairs)
+    name, best = best_trivial(baselines)
+    return measures | {
+        "domains": sorted({p.domain for p in pairs}),
+        "baselines": baselines,
+        "best_trivial": name,
+        "best_trivial_accuracy": best,
     }

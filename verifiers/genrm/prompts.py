@@ -95,11 +95,17 @@ def pair_prompt(question: str, first: str, second: str, budget: Budget | None = 
     return message(budget, PAIR_INSTRUCTIONS, question=question, response_a=first, response_b=second)
 
 
-def grade_answer(grade: int) -> str:
-    """The reply the trained judge learns for a grade (what `parse_grade` reads first)."""
-    return f"Grade: {grade}"
+def grade_answer(grade: int, stated: str | None = None, reference: str | None = None) -> str:
+    """The reply the trained judge learns for a grade (what `parse_grade` reads); with ``stated``, after a
+    short rationale quoting the fact (final answer) the response states and the reference's."""
+    if stated is None:
+        return f"Grade: {grade}"
+    return f"Stated: {stated}. Reference: {reference}. Grade: {grade}"
 
 
-def pair_answer(verdict: str) -> str:
-    """The reply for a verdict: 'A', 'B' or 'C' (tie)."""
-    return f"Verdict: [[{verdict}]]"
+def pair_answer(verdict: str, asked: str | None = None, facts: tuple[str, str] | None = None) -> str:
+    """The reply for a verdict: 'A', 'B' or 'C' (tie); with ``asked``, after a short rationale quoting the
+    fact the question gives and the one each response states."""
+    if asked is None or facts is None:
+        return f"Verdict: [[{verdict}]]"
+    return f"Asked: {asked}. A: {facts[0]}. B: {facts[1]}. Verdict: [[{verdict}]]"
