@@ -67,6 +67,7 @@ def heavy_tailed_lengths(n: int, rng: np.random.Generator) -> list[int]:
 
 def workload(kind: str, n: int, vocab: int, seed: int, uniform_len: int = 32):
     """(prompt, SamplingParams) per request: prompts of 16..96 random tokens; outputs as ``kind`` says."""
+    # heavy: torch (m1model); not at m1 start-up
     from m1model import SamplingParams
 
     rng = np.random.default_rng(seed)
