@@ -63,6 +63,12 @@ def assert_stopped_cleanly(stopped, signum: int) -> None:
     )
 
 
+def step_2_lines(home: Path) -> int:
+    """How often the command's log file (under M1_HOME) says step 2 of stage a was done."""
+    log = home / "logs" / "m1.log"
+    return log.read_text().count("a step 2/6") if log.exists() else 0
+
+
 @pytest.mark.slow
 def test_ctrl_c_and_sigterm_stop_a_stage_in_seconds_and_it_resumes_bitwise(stage_cli, tmp_path):
     cmd, env, home, stage = stage_cli
@@ -72,7 +78,9 @@ def test_ctrl_c_and_sigterm_stop_a_stage_in_seconds_and_it_resumes_bitwise(stage
     for signum, group in ((signal.SIGINT, True), (signal.SIGTERM, False)):
         out = tmp_path / signal.Signals(signum).name
         out.mkdir()
-        ready = lambda: (stage / "checkpoints" / "step-000002").exists()  # noqa: E731
+        # step 2's checkpoint is written before its log line: wait for the line (the log file has it too)
+        before = step_2_lines(home)
+        ready = lambda before=before: step_2_lines(home) > before  # noqa: E731
         stopped = interrupt(cmd + ["--restart"], env, ready, signum, out, group=group)
         assert_stopped_cleanly(stopped, signum)
         assert "in flow run 'f-a'" in stopped.stderr, stopped
