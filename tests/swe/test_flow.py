@@ -48,7 +48,11 @@ def test_flow_writes_validated_items_and_reruns_from_cache_on_dask(
     assert steps["validate"].rows_out == 2
 
     # The rerun goes through Dask workers (flows/runner.py): they find the first run's cached results.
+    # (A rerun from the same inputs would reuse the dataset without running a step, whatever the runner:
+    # forgetting what it was built from makes the flow run its steps again.)
     from distributed import LocalCluster
+
+    (store.datasets / dataset_name("t", "swe") / "BUILT_FROM.json").unlink()
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         on_dask = config.model_copy(
