@@ -305,7 +305,12 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A zombie answers signal 0 too: a killed owner stays one until its parent (or, orphaned, pid 1)
+    # reaps it, which a container's pid 1 may never do.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def reap_orphans(client) -> int:

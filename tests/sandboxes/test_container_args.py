@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import docker.errors
@@ -589,3 +590,19 @@ def test_image_main_help(monkeypatch, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert " Build the Docker sandbox base image if missing. " in out
     assert "--no-cpp leave g++ out (smaller, faster to build)" in out
+
+
+def test_a_zombie_owner_is_not_alive():
+    """A killed owner whose parent has not reaped it yet is gone: its containers are orphans."""
+    child = subprocess.Popen(["true"])
+    stat = Path(f"/proc/{child.pid}/stat")
+    deadline = time.monotonic() + 10
+    while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":  # exited, not yet waited for
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    try:
+        assert not container._alive(child.pid)
+        assert container._alive(os.getpid())
+    finally:
+        child.wait()
+    assert not container._alive(child.pid)

@@ -91,8 +91,14 @@ def test_curate_run_killed_mid_flow_resumes_from_cache(prefect_harness, tmp_path
 
 
 def _workers(server_pid: int) -> list[psutil.Process]:
-    """The scoring pool's worker processes: the forkserver's live children."""
-    forkserver = [p for p in psutil.Process(server_pid).children() if "forkserver" in " ".join(p.cmdline())]
+    """The scoring pool's worker processes: the forkserver's live children (the server is the `m1`
+    supervisor's worker, flows/interrupts.py: the forkserver is a grandchild of the pid started)."""
+
+    def forked(p: psutil.Process) -> bool:
+        return "forkserver" in " ".join(p.cmdline())
+
+    tree = psutil.Process(server_pid).children(recursive=True)
+    forkserver = [p for p in tree if forked(p) and not forked(p.parent())]  # its children share its cmdline
     assert len(forkserver) == 1
     return [p for p in forkserver[0].children() if p.status() != psutil.STATUS_ZOMBIE]
 

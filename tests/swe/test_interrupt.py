@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -44,11 +45,14 @@ def slow_evaluation(tmp_path, swe_tasks, swe_repos, make_patch):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy())
     client = engine()
     deadline = time.monotonic() + 120
-    while not any(c.status == "running" for c in _containers(client, proc.pid)):
+    worker = None  # the process that owns the containers: the `m1` supervisor's worker (flows/interrupts.py)
+    while worker is None or not any(c.status == "running" for c in _containers(client, worker)):
         assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
         assert time.monotonic() < deadline, "the evaluation never started its container"
+        if worker is None and (children := psutil.Process(proc.pid).children()):
+            (worker,) = [c.pid for c in children]
         time.sleep(0.2)
-    yield proc, client
+    yield proc, client, worker
     if proc.poll() is None:
         proc.kill()
         proc.wait()
@@ -59,21 +63,21 @@ def slow_evaluation(tmp_path, swe_tasks, swe_repos, make_patch):
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_evaluation_removes_its_containers(slow_evaluation, signum):
-    proc, client = slow_evaluation
+    proc, client, worker = slow_evaluation
     start = time.monotonic()
     proc.send_signal(signum)
     proc.wait(timeout=30)
     assert time.monotonic() - start < 20, "the interrupted run waited for its container"
     assert proc.returncode != 0
-    assert not _containers(client, proc.pid)
+    assert not _containers(client, worker)
 
 
 def test_killed_evaluation_leaves_an_orphan_that_is_reaped(slow_evaluation):
     from sandboxes.container import reap_orphans
 
-    proc, client = slow_evaluation
-    proc.kill()
+    proc, client, worker = slow_evaluation
+    proc.kill()  # the supervisor: its worker dies with it (PR_SET_PDEATHSIG), the container lives on
     proc.wait(timeout=30)
-    assert _containers(client, proc.pid), "expected the orphaned container before reaping"
+    assert _containers(client, worker), "expected the orphaned container before reaping"
     assert reap_orphans(client) >= 1
-    assert not _containers(client, proc.pid)
+    assert not _containers(client, worker)
