@@ -118,10 +118,14 @@ HEADLINES: dict[str, list[Headline]] = {
         ),
     ],
     "engine": [
-        Headline("continuous vs sequential, heavy-tailed", "heavy-tailed | continuous | vs sequential", ">= 4x"),
+        Headline(
+            "continuous vs sequential, heavy-tailed", "heavy-tailed | continuous | vs sequential", ">= 4x"
+        ),
         Headline("continuous vs static, heavy-tailed", "heavy-tailed | continuous | vs static", ">= 1.7x"),
         Headline("continuous vs static, uniform", "uniform | continuous | vs static"),
-        Headline("RL rollouts P=8 x G=16 vs static", "RL rollouts: P=8 x G=16 | continuous | speed-up", "> 1x"),
+        Headline(
+            "RL rollouts P=8 x G=16 vs static", "RL rollouts: P=8 x G=16 | continuous | speed-up", "> 1x"
+        ),
     ],
     "train-scale": [
         Headline(

@@ -299,6 +299,20 @@ def test_readme_table_is_written_from_the_history(tmp_path):
         render_readme("no section", tmp_path)
 
 
+def test_readme_table_skips_a_later_run_without_the_headlines(tmp_path):
+    """A one-time run with other options (dedup on Dask at 20M documents) measures other figures: the
+    table keeps the headlines of the latest run that has them."""
+    figure = "train step | m1model | speed-up vs transformers"
+    runs = [
+        rec("a", 1, {figure: 1.1}, bench="train-step"),
+        rec("b", 2, {"other | x | y": 3.0}, bench="train-step"),
+    ]
+    runs[1]["args"] = {"docs": "20000000"}
+    (tmp_path / "train-step.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    table = readme_table(tmp_path, machine_key(HERE))
+    assert "| `train-step` | vs transformers' MiniMax | 1.10x |  | 1 | aaaaaaa, 2026-12-01 |" in table
+
+
 def test_the_readme_table_matches_the_committed_history():
     text = README.read_text()
     assert render_readme(text, HISTORY) == text, (
