@@ -67,6 +67,7 @@ _where_id = None
 _started = 0.0
 # Taken once, by whichever of the handler and the signal-watching thread starts the way out.
 _begun = threading.Lock()
+_begun_done = threading.Event()  # ... and set once it has: `received` is set from then on
 _main_interrupted = False  # the main thread has had its KeyboardInterrupt
 _console_fd: int | None = None  # the real stderr, once stderr goes to the log file
 _finished = threading.Lock()
@@ -258,12 +259,16 @@ def _begin(stop: int) -> None:
     first): the signal and its time, stderr to the log, the deadline."""
     global received, _started
     if not _begun.acquire(blocking=False):
+        # the other one is starting it: wait until `received` is set, or the main thread's way out
+        # (`finish`, when `received` is set) would be skipped and its KeyboardInterrupt printed
+        _begun_done.wait(1.0)
         return
     _started = time.monotonic()
     _stderr_to_log()  # before `received` is set: whatever reacts to it writes to the log already
     if is_worker():
         _mute_console_logs()
     received = stop
+    _begun_done.set()
     threading.Thread(target=_deadline, name="m1-interrupt-deadline", daemon=True).start()
 
 
@@ -298,6 +303,11 @@ def finish(*, deadline: bool = False) -> None:
     last log records to the Prefect API, whatever the worker started killed, then exit."""
     if not _finished.acquire(blocking=False):  # the other of the two is on its way out: wait for it
         threading.Event().wait()
+    # On the way out a later signal changes nothing (a second Ctrl-C is the supervisor's: it kills the
+    # group): it must not raise KeyboardInterrupt inside this function (a traceback, no line).
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, STOP_TERM):
+        with contextlib.suppress(ValueError):  # not the main thread (the deadline): it exits regardless
+            signal.signal(signum, signal.SIG_IGN)
     _write(_console_fd if _console_fd is not None else sys.stderr.fileno(), message() + "\n")
     _within(0.5 if deadline else 1.0, _drain_api_logs, _remove_containers)
     if not (deadline or is_worker()):
