@@ -84,6 +84,14 @@ def program(tmp_path: Path, mode: str = "stops") -> tuple[list[str], dict[str, s
     return args, env, pids
 
 
+def wait_for_pids(proc: subprocess.Popen, pids: Path) -> None:
+    """Until the program has written its worker's and child's pids (it must not end before)."""
+    deadline = time.monotonic() + 120
+    while not pids.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def worker_and_child(pids: Path) -> tuple[int, int]:
     worker, child = pids.read_text().split()
     return int(worker), int(child)
@@ -143,10 +151,7 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path):
     args, env, pids = program(tmp_path, "blocks")
     with (tmp_path / "err").open("w") as err:
         proc = subprocess.Popen(args, env=env, stderr=err, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not pids.exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for_pids(proc, pids)
     os.killpg(proc.pid, signal.SIGINT)
     time.sleep(0.3)
     t0 = time.monotonic()
@@ -162,10 +167,7 @@ def test_a_worker_signalled_itself_exits_143_and_takes_down_what_it_started(tmp_
     kills its own process group itself, here while the supervisor is stopped and cannot."""
     args, env, pids = program(tmp_path)
     proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not pids.exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for_pids(proc, pids)
     worker, child = worker_and_child(pids)
     os.kill(proc.pid, signal.SIGSTOP)
     try:
@@ -183,10 +185,7 @@ def test_a_worker_whose_main_thread_cannot_take_the_signal_stops_by_its_deadline
     deadline with its one line, before the supervisor would kill it."""
     args, env, pids = program(tmp_path, "deaf")
     proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not pids.exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for_pids(proc, pids)
     worker, child = worker_and_child(pids)
     time.sleep(0.2)  # the main thread has masked the signals by now
     t0 = time.monotonic()
@@ -202,10 +201,7 @@ def test_the_work_dies_with_a_killed_supervisor(tmp_path):
     the split."""
     args, env, pids = program(tmp_path)
     proc = subprocess.Popen(args, env=env, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not pids.exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for_pids(proc, pids)
     worker, child = worker_and_child(pids)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -234,10 +230,7 @@ def test_ctrl_z_stops_the_work_and_fg_resumes_it(tmp_path):
     )
     try:
         job = int(shell.stdout.readline())
-        deadline = time.monotonic() + 120
-        while not pids.exists():
-            assert shell.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_for_pids(shell, pids)
         worker, child = worker_and_child(pids)
         processes = (job, worker, child)
         status = lambda: {psutil.Process(pid).status() for pid in processes}  # noqa: E731
