@@ -66,6 +66,7 @@ READS: dict[str, tuple[str, ...]] = {
         "genrm.pair_training",
         "genrm.pair_domains",
         "genrm.rationale",
+        "genrm.pair_grades",
         "genrm.k",  # the held-out measurement the gate reads is taken with these
         "genrm.judge_max_tokens",
         "genrm.seed",

@@ -23,8 +23,8 @@ from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
 from flows.curate.flow import curate_flow, pass_rate_flow
 from flows.curate.flow import preflight as curate_preflight
-from flows.curriculum.plan import active_curriculum
-from flows.datasets import CODE, CURATED, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
+from flows.curriculum.plan import active_curriculum, general_gate
+from flows.datasets import CODE, CURATED, GENERAL, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
 from flows.evaluate import evaluate
 from flows.genrm.serve import run_judge
 from flows.prerequisites import check as check_machine
@@ -104,7 +104,9 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
                 )
                 if section := out.get("report"):
                     report.sections.append(section)
-                if gate := out.get("gate"):  # the judge does not beat the trivial judges: unused
+                if kind == GENERAL and (
+                    gate := general_gate(config)
+                ):  # the judge is unfit as the curriculum uses it
                     report.notes.append(
                         f"general tasks not trained on: the judge does not beat the trivial judges ({gate}); "
                         "the `general` stage is switched off"

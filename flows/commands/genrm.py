@@ -43,13 +43,13 @@ def print_eval(result, title: str, margin: float) -> None:
             r["metric"], str(r["value"]), "" if r["baseline"] is None else str(r["baseline"]), r["note"]
         )
     console.print(table)
-    gate = result.gate(margin)
-    verdict = (
-        f"not fit to train on: {gate}"
-        if gate
-        else f"beats every trivial judge by at least {margin:.2f} in balanced accuracy: fit to train on"
-    )
-    console.print(f"judge {verdict}", highlight=False, soft_wrap=True)
+    for verifier, why in result.verdicts(margin).items():
+        verdict = (
+            f"not fit to train on: {why}"
+            if why
+            else f"beats every trivial judge by at least {margin:.2f} in balanced accuracy: fit to train on"
+        )
+        console.print(f"judge as {verifier}: {verdict}", highlight=False, soft_wrap=True)
 
 
 @app.command("general")
@@ -67,8 +67,8 @@ def train_judge(
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """SFT a small m1model judge on labelled responses to math, logic and general items; evaluate it on
-    held-out prompts; save it (HF format) for `m1 serve model`."""
+    """SFT a small m1model judge on labelled responses (general items by default; math and logic with
+    genrm.judge_domains); evaluate it on held-out prompts; save it (HF format) for `m1 serve model`."""
     # heavy: scipy, polars; not at m1 start-up
     from flows.genrm.train_judge import HELDOUT
     from flows.genrm.train_judge import train_judge as train

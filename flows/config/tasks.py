@@ -120,13 +120,19 @@ class GenRMConfig(Section):
     eval_prompts: int = Field(24, ge=2, description="held-out prompts per domain to evaluate on")
     judge_steps: int = Field(300, ge=1, description="SFT steps of the judge")
     judge_domains: list[Literal["math", "logic", "general"]] = Field(
-        default_factory=lambda: ["math", "logic", "general"],
-        description="domains of the judge's labelled training and held-out responses",
+        default_factory=lambda: ["general"],
+        description="domains of the judge's labelled training and held-out responses (the curricula's judge "
+        "scores general items; math and logic responses are more to learn in the same steps)",
     )
     rationale: bool = Field(
         False,
         description="the judge learns to quote the facts it compares before its verdict (`Stated: X. "
         "Reference: Y. Grade: N`; `Asked: X. A: Y. B: Z. Verdict: [[A]]`); needs judge_max_tokens for it",
+    )
+    pair_grades: bool = Field(
+        False,
+        description="the pairwise judge first grades each response on the five-grade rubric, then compares "
+        "(`A: 4. B: 2. Verdict: [[A]]`): its verdict is the comparison of two one-text judgments",
     )
     judge_init: str | None = Field(
         None,

@@ -177,7 +177,7 @@ class EvalConfig(Section):
     fraction: float = Field(0.1, gt=0, lt=1, description="share of each dataset held out (by id hash)")
     n_items: int = Field(1000, ge=1, description="held-out items evaluated per domain (at most)")
     max_new_tokens: int = Field(
-        24, ge=1, description="greedy tokens per answer: at least every stage's window"
+        40, ge=1, description="greedy tokens per answer: at least every stage's window"
     )
     every: int = Field(0, ge=0, description="validate every N RL steps inside a stage (0: start and end)")
     overfit_tolerance: float = Field(

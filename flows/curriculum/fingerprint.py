@@ -61,7 +61,7 @@ def stage_inputs(
     return {
         "config": config_inputs("stage", config, train=tc),
         "stage": stage_dump,
-        "verifiers": verifiers,
+        "verifiers": {d: v for d, v in verifiers.items() if d in domains},  # of the domains it trains
         "datasets": versions(refs),
         "start": start_id,
         "judge": judge_identity(config) if judged(verifiers, domains) else None,

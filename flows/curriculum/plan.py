@@ -41,10 +41,8 @@ def active_curriculum(config: PipelineConfig, builds_curated: bool = False) -> t
     A curated dataset the store lacks is dropped as well (its domains leave the mixtures, a stage left
     with nothing is skipped), with a note saying so: the training commands build the generated datasets
     they lack but never curate the user's data. ``builds_curated`` is for `m1 run`, which curates first."""
-    # heavy: prefect, scipy, numpy
-    from flows.genrm.flow import judge_gate
-
-    gate = judge_gate(config) if produced(config, GENERAL) else None
+    configured = load_curriculum(config.train.curriculum)
+    gate = general_gate(config, configured)
     store = DatasetStore(config.home)
 
     def missing(kind: str) -> bool:
@@ -65,7 +63,6 @@ def active_curriculum(config: PipelineConfig, builds_curated: bool = False) -> t
     def trained(kind: str) -> bool:
         return not (kind == GENERAL and gate)
 
-    configured = load_curriculum(config.train.curriculum)
     try:
         curriculum, notes = configured.active(
             lambda kind: produced(config, kind) and not missing(kind), why, trained
@@ -80,6 +77,18 @@ def active_curriculum(config: PipelineConfig, builds_curated: bool = False) -> t
             0, f"general tasks: not trained on, the run's judge does not beat the trivial judges ({gate})"
         )
     return curriculum, notes
+
+
+def general_gate(config: PipelineConfig, curriculum: Curriculum | None = None) -> str | None:
+    """Why the general domain is not trained on (`flows.genrm.flow.judge_gate` for the verifier the
+    curriculum scores it with), or None."""
+    # heavy: prefect, scipy, numpy
+    from flows.genrm.flow import judge_gate
+
+    if not produced(config, GENERAL):
+        return None
+    curriculum = curriculum or load_curriculum(config.train.curriculum)
+    return judge_gate(config, curriculum.verifier_names().get(GENERAL, "genrm"))
 
 
 # -- what each stage should be built from ---------------------------------------------------------------

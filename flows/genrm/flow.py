@@ -85,6 +85,7 @@ def judge_inputs_hash(g: GenRMConfig) -> str:
             "pair_domains",
             "judge_domains",
             "rationale",
+            "pair_grades",
             "k",
             "judge_max_tokens",
             "seed",
@@ -137,15 +138,18 @@ def measured_judge(config: PipelineConfig) -> JudgeEval | None:
     return JudgeEval.from_dict(summary["eval"]) if "eval" in summary else None
 
 
-def judge_gate(config: PipelineConfig) -> str | None:
-    """Why the run's judge (its own, or the user's at ``M1_GENRM_URL``) must not score training: on the
-    balanced measures of its held-out evaluation it does not beat the trivial judges by
-    ``genrm.gate_margin`` (`JudgeEval.gate`). None: the gate off (genrm.gate), the judge not measured yet
-    (before the general-task flow ran), or a judge that beats them."""
+def judge_gate(config: PipelineConfig, verifier: str = "genrm") -> str | None:
+    """Why the run's judge (its own, or the user's at ``M1_GENRM_URL``) must not score training as
+    ``verifier`` (the curriculum's verifier of the general domain: `genrm-grade` is judged on its five-grade
+    measures, `genrm`/`genrm-pair` on its pairwise ones): on the balanced measures of its held-out
+    evaluation it does not beat the trivial judges by ``genrm.gate_margin`` (`JudgeEval.gate`). None: the
+    gate off (genrm.gate), the judge not measured yet (before the general-task flow ran), or a judge that
+    beats them."""
     if not config.genrm.gate:
         return None
     result = measured_judge(config)
-    return result.gate(config.genrm.gate_margin) if result is not None else None
+    kind = evaluate.KINDS.get(verifier, "both")
+    return result.gate(config.genrm.gate_margin, kind) if result is not None else None
 
 
 def heldout_rows(g: GenRMConfig) -> list[dict[str, Any]]:
@@ -206,21 +210,11 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     create_table_artifact(
         result.table(), key=artifact_key(config.name, "genrm-eval"), description="judge evaluation"
     )
-    gate = result.gate(g.gate_margin) if g.gate else None
-    markdown = eval_markdown(result, png, where)
-    if gate:
-        markdown += (
-            f"\n**Not used for training**: {gate}. The `general` stage is switched off (`genrm.gate = false` "
-            "trains it anyway).\n"
-        )
-        logger.warning("the judge does not beat the trivial judges (%s): no stage trains on it", gate)
-    elif g.gate:
-        markdown += (
-            f"\n**Trained on**: it beats every trivial judge by at least {g.gate_margin:.2f} in balanced "
-            "accuracy (`genrm.gate_margin`).\n"
-        )
-    else:
-        markdown += "\n**Trained on without the gate** (`genrm.gate = false`).\n"
+    verdicts = result.verdicts(g.gate_margin) if g.gate else {}
+    markdown = eval_markdown(result, png, where) + gate_markdown(verdicts, g.gate_margin)
+    for verifier, why in verdicts.items():
+        if why:
+            logger.warning("as %s the judge does not beat the trivial judges: %s", verifier, why)
     create_markdown_artifact(
         markdown,
         key=artifact_key(config.name, "genrm-report"),
@@ -238,8 +232,28 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         "trained": trained,
         "eval": result.table(),
         "plot": str(png),
-        "gate": gate,
+        "verdicts": verdicts,  # verifier -> why it is not fit to train on, None when it is
     }
+
+
+def gate_markdown(verdicts: dict[str, str | None], margin: float) -> str:
+    """Whether the judge is fit to train on as each verifier; the curriculum's verifier of the general
+    domain says which applies (the run report's notes say what was trained)."""
+    if not verdicts:
+        return "\n**The gate is off** (`genrm.gate = false`): a curriculum trains on this judge as it is.\n"
+    lines = [
+        f"- as `{v}`: "
+        + (
+            f"**not fit to train on**: {why}"
+            if why
+            else f"fit to train on (>= {margin:.2f} above every trivial judge)"
+        )
+        for v, why in verdicts.items()
+    ]
+    return (
+        "\nBalanced accuracy against the trivial judges (`genrm.gate_margin`), for each way a curriculum can "
+        "score its `general` domain with it:\n\n" + "\n".join(lines) + "\n"
+    )
 
 
 def _ref(ref: str) -> tuple[str, int]:

@@ -76,11 +76,15 @@ def pair_reference(lab: Labelled) -> str:
 
 
 def pair_example(
-    a: Labelled, b: Labelled, texts: tuple[str, str] | None = None, rationale: bool = False
+    a: Labelled,
+    b: Labelled,
+    texts: tuple[str, str] | None = None,
+    rationale: bool = False,
+    grades: bool = False,
 ) -> JudgeExample:
     """``a`` shown as A and ``b`` as B (their responses, or ``texts``), the verdict from their true grades;
     with ``rationale`` (general items) the reply first quotes the fact the question gives and the one each
-    text states."""
+    text states; with ``grades``, first each text's true grade."""
     text_a, text_b = texts or (a.response, b.response)
     verdict = "A" if a.grade > b.grade else "B" if b.grade > a.grade else "C"
     asked = facts = None
@@ -88,11 +92,16 @@ def pair_example(
         asked = stated_fact(a.item, str(a.item["reference"]))
         facts = (stated_fact(a.item, text_a), stated_fact(b.item, text_b))
     message = pair_prompt(a.question, text_a, text_b)[0]
-    return JudgeExample("pair", a.domain, message, pair_answer(verdict, asked, facts), verdict)
+    answer = pair_answer(verdict, asked, facts, (a.grade, b.grade) if grades else None)
+    return JudgeExample("pair", a.domain, message, answer, verdict)
 
 
 def pair_examples(
-    labs: Sequence[Labelled], rng: random.Random, both_orders: bool = False, rationale: bool = False
+    labs: Sequence[Labelled],
+    rng: random.Random,
+    both_orders: bool = False,
+    rationale: bool = False,
+    grades: bool = False,
 ) -> list[JudgeExample]:
     """The reference against each other response of its prompt, in a random order (``both_orders``:
     in both)."""
@@ -114,12 +123,15 @@ def pair_examples(
                     pair_reference(a) if a is ref else a.response,
                     pair_reference(b) if b is ref else b.response,
                 )
-                out.append(pair_example(a, b, texts, rationale))
+                out.append(pair_example(a, b, texts, rationale, grades))
     return out
 
 
 def swapped_pair_examples(
-    labs: Sequence[Labelled], domains: Sequence[str] | None = None, rationale: bool = False
+    labs: Sequence[Labelled],
+    domains: Sequence[str] | None = None,
+    rationale: bool = False,
+    grades: bool = False,
 ) -> list[JudgeExample]:
     """Every two distinct responses of a prompt (of ``domains``; None: all), in both orders (JudgeLM's swap
     augmentation), the verdict from their true grades: the first shown wins as often as the second, and
@@ -130,7 +142,7 @@ def swapped_pair_examples(
         if domains is None or x.domain in domains:
             by_prompt[x.prompt_id].setdefault(x.response, x)
     return [
-        pair_example(a, b, rationale=rationale)
+        pair_example(a, b, rationale=rationale, grades=grades)
         for group in by_prompt.values()
         for x, y in combinations(group.values(), 2)
         for a, b in ((x, y), (y, x))
@@ -140,10 +152,10 @@ def swapped_pair_examples(
 def judge_examples(labs: Sequence[Labelled], cfg: GenRMConfig, rng: random.Random) -> list[JudgeExample]:
     """The judge's training examples under ``cfg.pair_training``, classes balanced per kind."""
     if cfg.pair_training == "all-swapped":
-        pairs = swapped_pair_examples(labs, cfg.pair_domains or None, cfg.rationale)
+        pairs = swapped_pair_examples(labs, cfg.pair_domains or None, cfg.rationale, cfg.pair_grades)
     else:  # "reference" (before issue 34: one random order), "reference-swapped": both orders
         both = cfg.pair_training == "reference-swapped"
-        pairs = pair_examples(labs, rng, both_orders=both, rationale=cfg.rationale)
+        pairs = pair_examples(labs, rng, both_orders=both, rationale=cfg.rationale, grades=cfg.pair_grades)
     return balanced(grade_examples(labs, cfg.rationale) + pairs, rng)
 
 

@@ -259,3 +259,26 @@ def test_a_prefix_covers_the_fields_under_it_not_longer_names():
 
 def test_flatten_keeps_lists_whole():
     assert flatten({"a": {"b": [1, 2], "c": {}}, "d": 3}) == {"a.b": [1, 2], "a.c": {}, "d": 3}
+
+
+def test_a_stage_reads_the_verifiers_of_the_domains_it_trains_only():
+    """Scoring general items with another judge makes the stages that train general items stale, not the
+    rule-verified ones before them (seen when the default curriculum moved to `genrm-grade`)."""
+    config = PipelineConfig(name="t")
+    tiny = load_curriculum("tiny")
+
+    def fingerprints(verifiers: dict[str, str]) -> dict[str, str]:
+        return {
+            s.name: fingerprint(
+                stage_inputs(
+                    config, s.model_dump(), stage_train_config(config.train, s, tiny), verifiers, REFS, "x"
+                )
+            )
+            for s in tiny.stages
+        }
+
+    before = fingerprints(tiny.verifiers)
+    after = fingerprints(tiny.verifiers | {"general": "genrm-pair"})
+    changed = {name for name in before if before[name] != after[name]}
+    assert changed == {s.name for s in tiny.stages if "general" in s.mixture} == {"general"}
+    assert fingerprints(tiny.verifiers | {"math": "my-math"}) != before  # every stage trains math

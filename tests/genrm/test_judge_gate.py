@@ -113,7 +113,12 @@ def test_a_constant_grade_is_refused_whatever_its_pairwise_verdicts(labelled):
     assert result.gate(0.10).startswith("grade balanced accuracy")
 
 
-def judge_eval(grades: float, pairwise: float | None, low: float | None = None) -> JudgeEval:
+def judge_eval(
+    grades: float,
+    pairwise: float | None,
+    low: float | None = None,
+    general: tuple[float, float] | None = None,
+) -> JudgeEval:
     pair = None
     if pairwise is not None:
         pair = {
@@ -134,6 +139,19 @@ def judge_eval(grades: float, pairwise: float | None, low: float | None = None) 
         best_of_n=[],
         pairwise=pair,
         balanced_accuracy=grades,
+        grade_by_domain={}
+        if general is None
+        else {
+            "general": {
+                "n": 96,
+                "accuracy": 0.5,
+                "majority": 0.4,
+                "balanced": general[0],
+                "low": general[1],
+                "high": general[0] + 0.1,
+                "constant": 0.25,
+            }
+        },
     )
 
 
@@ -144,6 +162,26 @@ def test_the_gate_arithmetic():
     assert judge_eval(0.34, 0.6).gate(0.10) == "grade balanced accuracy 0.34 < a constant grade's 0.25 + 0.10"
     assert judge_eval(0.6, 0.3).gate(0.0) is not None and judge_eval(0.6, 0.45).gate(0.0) is None
     assert judge_eval(0.6, None).gate(0.10) is None  # no pairwise judgments: the grades alone
+
+
+def test_the_gate_reads_the_measures_of_the_judge_the_curriculum_uses():
+    refused_pairs = judge_eval(0.6, 0.40)
+    assert refused_pairs.gate(0.10, "grade") is None  # the five-grade judge is fit
+    assert refused_pairs.gate(0.10, "pair").startswith("pairwise balanced accuracy 0.40")
+    assert refused_pairs.gate(0.10, "both") == refused_pairs.gate(0.10, "pair")
+    assert refused_pairs.verdicts(0.10) == {
+        "genrm-grade": None,
+        "genrm-pair": refused_pairs.gate(0.10, "pair"),
+    }
+    # with per-domain measures the grade gate reads the general items' grades and their interval
+    assert judge_eval(0.3, 0.40, general=(0.6, 0.5)).gate(0.10, "grade") is None
+    assert judge_eval(0.9, 0.40, general=(0.3, 0.2)).gate(0.10, "grade") == (
+        "grade balanced accuracy on general 0.30 (95% interval 0.20-0.40) not 0.10 above a constant grade's "
+        "0.25 (96 responses)"
+    )
+    assert judge_eval(0.9, 0.6, general=(0.4, 0.24)).gate(0.10, "grade") is not None  # interval reaches 0.25
+    with pytest.raises(ValueError):
+        refused_pairs.gate(0.10, "genrm-grade")
 
 
 def _write_judge(config: PipelineConfig, result: JudgeEval) -> None:
@@ -163,9 +201,9 @@ def test_a_run_with_a_refused_judge_does_not_train_on_general_tasks(config):
     planned, _ = active_curriculum(config)
     assert "general" in [s.name for s in planned.stages]
 
-    _write_judge(config, judge_eval(0.6, 0.40))
-    gate = judge_gate(config)
-    assert gate.startswith("pairwise balanced accuracy 0.40")
+    _write_judge(config, judge_eval(0.3, 0.6))  # the default curriculum scores general with genrm-grade
+    gate = judge_gate(config, "genrm-grade")
+    assert gate.startswith("grade balanced accuracy 0.30")
     curriculum, notes = active_curriculum(config)
     assert "general" not in [s.name for s in curriculum.stages]
     assert all("general" not in s.mixture for s in curriculum.stages)
@@ -174,6 +212,33 @@ def test_a_run_with_a_refused_judge_does_not_train_on_general_tasks(config):
         notes[0]
         == f"general tasks: not trained on, the run's judge does not beat the trivial judges ({gate})"
     )
+
+
+def _curriculum(tmp_path, general: str) -> str:
+    """tiny.toml with its general domain scored by ``general``."""
+    from flows.curriculum import curriculum_path
+
+    text = curriculum_path("tiny").read_text()
+    path = tmp_path / f"tiny-{general}.toml"
+    path.write_text(text.replace('general = "genrm-grade"', f'general = "{general}"'))
+    assert f'general = "{general}"' in path.read_text()
+    return str(path)
+
+
+@pytest.mark.parametrize("verifier", ["genrm", "genrm-pair", "genrm-grade"])
+def test_a_grade_judge_with_a_refused_pairwise_judge_trains_only_a_grade_curriculum(
+    config, tmp_path, verifier
+):
+    cfg = config.model_copy(
+        update={"train": config.train.model_copy(update={"curriculum": _curriculum(tmp_path, verifier)})}
+    )
+    _write_judge(cfg, judge_eval(0.6, 0.40, general=(0.7, 0.6)))
+    stages = [s.name for s in active_curriculum(cfg)[0].stages]
+    if verifier == "genrm-grade":
+        assert judge_gate(cfg, verifier) is None and "general" in stages
+    else:
+        assert judge_gate(cfg, verifier).startswith("pairwise balanced accuracy 0.40")
+        assert "general" not in stages
 
 
 def test_a_good_judge_is_trained_on_and_the_margin_is_the_configs(config):
@@ -192,9 +257,10 @@ def test_a_users_judge_is_gated_on_its_own_measurement(config, monkeypatch):
     monkeypatch.setenv("M1_GENRM_MODEL", "theirs")
     assert judge_gate(config) is None  # not measured yet
     path = genrm_root(config) / EXTERNAL_EVAL
-    saved = {"url": "http://127.0.0.1:1/v1", "model": "theirs", "eval": asdict(judge_eval(0.6, 0.38))}
+    saved = {"url": "http://127.0.0.1:1/v1", "model": "theirs", "eval": asdict(judge_eval(0.3, 0.38))}
     path.write_text(json.dumps(saved))
-    assert judge_gate(config).startswith("pairwise balanced accuracy 0.38")
+    assert judge_gate(config, "genrm").startswith("pairwise balanced accuracy 0.38")
+    assert judge_gate(config, "genrm-grade").startswith("grade balanced accuracy 0.30")
     monkeypatch.setenv("M1_GENRM_URL", "http://127.0.0.1:2/v1")  # another judge: not this measurement
     assert judge_gate(config) is None
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 
 import pytest
@@ -220,7 +221,7 @@ def test_the_judges_training_options_shape_its_examples():
     `parse_grade` / `parse_verdict` still read), and labelled responses of the chosen domains only."""
     from verifiers.genrm.parse import parse_grade, parse_verdict
 
-    small = GenRMConfig(train_prompts=8, eval_prompts=4)
+    small = GenRMConfig(train_prompts=8, eval_prompts=4, judge_domains=["math", "logic", "general"])
     train, _ = datasets(small)
 
     def rng0():
@@ -241,7 +242,15 @@ def test_the_judges_training_options_shape_its_examples():
     quoted = {(e.kind, e.domain) for e in reasoned if not e.answer.startswith(("Grade:", "Verdict:"))}
     assert quoted == {("grade", "math"), ("grade", "general"), ("pair", "general")}
 
+    graded = judge_examples(train, small.model_copy(update={"pair_grades": True}), rng0())
+    for e in (e for e in graded if e.kind == "pair"):  # each text's grade first, then their comparison
+        ga, gb = (
+            int(x) for x in re.fullmatch(r"A: (\d)\. B: (\d)\. Verdict: \[\[[ABC]\]\]", e.answer).groups()
+        )
+        assert parse_verdict(e.answer) == e.label == ("A" if ga > gb else "B" if gb > ga else "C")
+
     general_only = small.model_copy(update={"judge_domains": ["general"]})
+    assert GenRMConfig().judge_domains == ["general"]  # the default: what the curricula's judge scores
     train_g, test_g = datasets(general_only)
     assert {x.domain for x in train_g + test_g} == {"general"}
     assert not {x.question for x in train_g} & {x.question for x in test_g}

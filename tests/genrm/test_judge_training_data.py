@@ -95,7 +95,7 @@ def test_chat_ids_are_the_served_chat_encoding(tiny_checkpoint):
 
 
 def test_held_out_prompts_are_other_prompts_than_the_training_ones():
-    cfg = GenRMConfig(train_prompts=12, eval_prompts=8, seed=3)
+    cfg = GenRMConfig(train_prompts=12, eval_prompts=8, seed=3, judge_domains=["math", "logic", "general"])
     train, test = datasets(cfg)
     assert train and test
     assert not {x.question for x in train} & {x.question for x in test}

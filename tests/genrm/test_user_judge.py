@@ -41,7 +41,7 @@ def config(tmp_path):
 
 @pytest.mark.slow
 def test_a_judge_at_another_endpoint_is_measured_gated_and_reported(config, prefect_harness, monkeypatch):
-    from flows.curriculum.plan import active_curriculum
+    from flows.curriculum.plan import active_curriculum, general_gate
     from flows.genrm.flow import general_tasks, heldout_rows, judge_dir, judge_gate
 
     rows = heldout_rows(config.genrm)
@@ -51,18 +51,21 @@ def test_a_judge_at_another_endpoint_is_measured_gated_and_reported(config, pref
         good = general_tasks(config)
     assert good["trained"] is False and good["judge"] == url
     assert not (judge_dir(config) / "config.json").exists()  # no judge of its own was trained
-    assert good["gate"] is None and judge_gate(config) is None
+    assert good["verdicts"] == {"genrm-grade": None, "genrm-pair": None} and judge_gate(config) is None
     assert "general" in [s.name for s in active_curriculum(config)[0].stages]
     assert f"## Judge theirs at {url} (M1_GENRM_URL)" in good["report"]
-    assert "| pairwise balanced accuracy | 1.0 |" in good["report"] and "**Trained on**" in good["report"]
+    assert "| pairwise balanced accuracy | 1.0 |" in good["report"]
+    assert "- as `genrm-pair`: fit to train on" in good["report"]
     assert len(script.messages) > len(rows)  # every grade, and every pair in both orders
 
     with scripted_judge(oracle(rows, prefers_longer)) as (url, _):
         monkeypatch.setenv("M1_GENRM_URL", url)
         biased = general_tasks(config)
-        assert judge_gate(config) == biased["gate"]
-    assert biased["gate"].startswith("pairwise balanced accuracy 0.3")
-    assert "**Not used for training**" in biased["report"]
+        assert judge_gate(config, "genrm") == biased["verdicts"]["genrm-pair"]
+    assert biased["verdicts"]["genrm-pair"].startswith("pairwise balanced accuracy 0.3")
+    assert biased["verdicts"]["genrm-grade"] is None  # its grades are the oracle's: fit as a grade judge
+    assert general_gate(config) is None  # the default curriculum grades general items: trained on
+    assert "- as `genrm-pair`: **not fit to train on**" in biased["report"]
     rows_by_metric = {r["metric"]: r for r in biased["eval"]}
     slope = rows_by_metric["pairwise length slope"]
     assert slope["value"] > 0.3 and slope["value"] == pytest.approx(slope["baseline"])

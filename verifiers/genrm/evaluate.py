@@ -48,6 +48,12 @@ from verifiers.genrm.pair import compare
 NS = (1, 2, 4, 8)
 CORRECT = 4  # grades 4 and 5: a correct final answer
 PAIR_DOMAINS = ("general",)  # the domains a pairwise judge scores in the curricula
+JUDGED_DOMAIN = "general"  # the domain the curricula's judges score: the gate reads its measures
+KINDS = {
+    "genrm-grade": "grade",
+    "genrm-pair": "pair",
+    "genrm": "pair",
+}  # verifier -> measures it is judged on
 MAX_PAIRS_PER_CLASS = 48  # 144 pairs, 288 judgments: a 95% interval of about +-0.08 on balanced accuracy
 GATE_MARGIN = 0.10
 
@@ -83,6 +89,9 @@ class JudgeEval:
     per_domain: dict[str, float] = field(default_factory=dict)
     balanced_accuracy: float = float("nan")  # mean recall over the true grades
     length_slope: float = 0.0  # grade per doubling of the response's length, at equal true grade
+    # per domain: n, accuracy, majority (its commonest grade's share), balanced (with its 95% interval
+    # low/high) and constant (any constant grade's balanced accuracy, 1/K)
+    grade_by_domain: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgeEval:
@@ -124,7 +133,26 @@ class JudgeEval:
             {"metric": "failed judgments", "value": self.failed, "baseline": None, "note": f"of {self.n}"},
         ]
         for domain, acc in sorted(self.per_domain.items()):
-            rows.append(_row(f"grade accuracy ({domain})", acc, None, ""))
+            d = self.grade_by_domain.get(domain)
+            if d is None:
+                rows.append(_row(f"grade accuracy ({domain})", acc, None, ""))
+                continue
+            rows.append(
+                _row(
+                    f"grade accuracy ({domain})",
+                    acc,
+                    d["majority"],
+                    f"{int(d['n'])} responses; baseline: its commonest grade",
+                )
+            )
+            rows.append(
+                _row(
+                    f"grade balanced accuracy ({domain})",
+                    d["balanced"],
+                    d["constant"],
+                    f"95% interval {d['low']:.3f}-{d['high']:.3f}; baseline: any constant grade",
+                )
+            )
         for b in self.best_of_n:
             halfway = b["random"] + (b["pass"] - b["random"]) / 2
             rows.append(
@@ -139,19 +167,22 @@ class JudgeEval:
             rows += pairwise_rows(self.pairwise)
         return rows
 
-    def gate(self, margin: float = GATE_MARGIN) -> str | None:
-        """Why a run must not train on this judge, or None when it may. On balanced measures only: the
-        pairwise judge's balanced accuracy must be ``margin`` above the best trivial judge's on the same
-        pairs, with its 95% interval's low end above that judge too; the five-grade judge's balanced
-        accuracy ``margin`` above any constant grade's. A judge that does not beat what reads nothing adds
-        noise (or its biases) to the reward, not signal."""
+    def gate(
+        self, margin: float = GATE_MARGIN, judge: str = "both", domain: str = JUDGED_DOMAIN
+    ) -> str | None:
+        """Why a run must not train on this judge as ``judge`` ("grade": the five-grade `genrm-grade`,
+        "pair": the pairwise `genrm-pair`, "both"), or None when it may. On balanced measures only: the
+        five-grade judge's balanced accuracy on ``domain``'s responses (all responses when it has none)
+        ``margin`` above any constant grade's, with its 95% interval's low end above that too; the pairwise
+        judge's balanced accuracy ``margin`` above the best trivial judge's on the same pairs, its interval's
+        low end above that judge. A judge that does not beat what reads nothing adds noise (or its biases)
+        to the reward, not signal."""
+        if judge not in ("grade", "pair", "both"):
+            raise ValueError(f"judge must be grade, pair or both, not {judge!r}")
         misses = []
-        if not self.balanced_accuracy >= self.constant_grade_baseline + margin:
-            misses.append(
-                f"grade balanced accuracy {self.balanced_accuracy:.2f} < a constant grade's "
-                f"{self.constant_grade_baseline:.2f} + {margin:.2f}"
-            )
-        if self.pairwise:
+        if judge in ("grade", "both"):
+            misses += self._grade_misses(margin, domain)
+        if judge in ("pair", "both") and self.pairwise:
             p = self.pairwise
             name, best = p["best_trivial"], p["best_trivial_accuracy"]
             if not (p["balanced_accuracy"] >= best + margin and p["balanced_low"] > best):
@@ -161,6 +192,27 @@ class JudgeEval:
                     f"{best:.2f} on the same {p['n']} pairs"
                 )
         return "; ".join(misses) or None
+
+    def _grade_misses(self, margin: float, domain: str) -> list[str]:
+        d = self.grade_by_domain.get(domain)
+        if d is None:  # an evaluation without that domain (or from before per-domain measures): all of it
+            if self.balanced_accuracy >= self.constant_grade_baseline + margin:
+                return []
+            return [
+                f"grade balanced accuracy {self.balanced_accuracy:.2f} < a constant grade's "
+                f"{self.constant_grade_baseline:.2f} + {margin:.2f}"
+            ]
+        if d["balanced"] >= d["constant"] + margin and d["low"] > d["constant"]:
+            return []
+        return [
+            f"grade balanced accuracy on {domain} {d['balanced']:.2f} (95% interval {d['low']:.2f}-"
+            f"{d['high']:.2f}) not {margin:.2f} above a constant grade's {d['constant']:.2f} "
+            f"({int(d['n'])} responses)"
+        ]
+
+    def verdicts(self, margin: float = GATE_MARGIN) -> dict[str, str | None]:
+        """The gate for each way a curriculum can use the judge: verifier name -> why not, or None."""
+        return {name: self.gate(margin, KINDS[name]) for name in ("genrm-grade", "genrm-pair")}
 
 
 def _row(metric: str, value: float, baseline: float | None, note: str) -> dict[str, Any]:
@@ -290,6 +342,20 @@ def evaluate_judge(
     pools: dict[str, list[tuple[int, float | None]]] = defaultdict(list)
     for r, t, p in zip(rows, labels, predicted, strict=True):
         pools[r["prompt_id"]].append((t, p))
+    grade_by_domain = {}
+    for domain in sorted({r.get("domain", "all") for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r.get("domain", "all") == domain]
+        truth, guess = [labels[i] for i in idx], [rounded[i] for i in idx]
+        bal, lo, hi = balanced_accuracy(truth, guess)
+        grade_by_domain[domain] = {
+            "n": len(idx),
+            "accuracy": float(np.mean([hits[i] for i in idx])),
+            "majority": Counter(truth).most_common(1)[0][1] / len(idx),
+            "balanced": bal,
+            "low": lo,
+            "high": hi,
+            "constant": 1 / len(set(truth)),
+        }
     result = JudgeEval(
         n=len(rows),
         accuracy=float(np.mean(hits)),
@@ -302,6 +368,7 @@ def evaluate_judge(
         per_domain={d: float(np.mean(h)) for d, h in by_domain.items()},
         balanced_accuracy=balanced_accuracy(labels, rounded)[0],
         length_slope=grade_length_slope(pred_s, truth_s, len_s),
+        grade_by_domain=grade_by_domain,
     )
     if pairwise:
         opts = JudgeOptions.resolve(url=url, model=model, max_tokens=max_tokens)

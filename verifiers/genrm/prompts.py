@@ -103,9 +103,17 @@ def grade_answer(grade: int, stated: str | None = None, reference: str | None = 
     return f"Stated: {stated}. Reference: {reference}. Grade: {grade}"
 
 
-def pair_answer(verdict: str, asked: str | None = None, facts: tuple[str, str] | None = None) -> str:
+def pair_answer(
+    verdict: str,
+    asked: str | None = None,
+    facts: tuple[str, str] | None = None,
+    grades: tuple[int, int] | None = None,
+) -> str:
     """The reply for a verdict: 'A', 'B' or 'C' (tie); with ``asked``, after a short rationale quoting the
-    fact the question gives and the one each response states."""
+    fact the question gives and the one each response states; with ``grades``, after each response's grade
+    on the five-grade rubric (the verdict is then their comparison)."""
+    if grades is not None:
+        return f"A: {grades[0]}. B: {grades[1]}. Verdict: [[{verdict}]]"
     if asked is None or facts is None:
         return f"Verdict: [[{verdict}]]"
     return f"Asked: {asked}. A: {facts[0]}. B: {facts[1]}. Verdict: [[{verdict}]]"
