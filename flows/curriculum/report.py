@@ -183,8 +183,10 @@ def plot_length_bias(history: Sequence[Mapping[str, float]], path, title: str = 
 
 def length_bias_notes(history: Sequence[Mapping[str, float]], domains: Sequence[str]) -> list[str]:
     """A line per judged domain (``domains``) the length-bias monitor watched: length (and its multiple of
-    the reference's) at the first and last step, rule-verified success, the judge's reward-length
-    Spearman, and the alarms."""
+    the reference's) at the first and last step, the judge's reward and rule-verified success (means over
+    the first and last third of the steps: one step's batch is noisy), the judge's reward-length Spearman,
+    and the alarms. When the judge's reward rose while success did not, the line says the policy is
+    learning what the judge rewards rather than what the rule checks (its errors, not only length)."""
     out = []
     for domain in sorted(domains):
         p = f"length_bias/{domain}"
@@ -195,20 +197,40 @@ def length_bias_notes(history: Sequence[Mapping[str, float]], domains: Sequence[
         alarms = [int(h["step"]) for h in rows if h.get(f"{p}/alarm")]
         corr = sum(h.get(f"{p}/corr_raw", 0.0) for h in rows) / len(rows)
         said = f"{len(alarms)} alarm steps (first at step {alarms[0]})" if alarms else "no alarm"
-        out.append(
+        reward, success = _thirds(rows, f"{p}/reward_raw"), _thirds(rows, f"{p}/success")
+        line = (
             f"length-bias monitor ({domain}): mean length {first[f'{p}/length']:.1f}{_ratio(first, p)} -> "
-            f"{last[f'{p}/length']:.1f}{_ratio(last, p)} tokens, rule-verified success {_success(first, p)} "
-            f"-> {_success(last, p)}, the judge's reward-length Spearman {corr:+.2f} on average; {said}"
+            f"{last[f'{p}/length']:.1f}{_ratio(last, p)} tokens, the judge's reward {_pair(reward)} and "
+            f"rule-verified success {_pair(success)} (first and last third of the steps), the judge's "
+            f"reward-length Spearman {corr:+.2f} on average; {said}"
         )
+        if reward and success and reward[1] - reward[0] >= GAP and success[1] - success[0] < GAP / 2:
+            line += (
+                "; the judge's reward rose while rule-verified success did not: the policy is learning what "
+                "the judge rewards, not what the rule checks"
+            )
+        out.append(line)
     return out
+
+
+GAP = 0.05  # a rise in the judge's mean reward (on its 0-1 scale) that is more than one step's noise
+
+
+def _thirds(rows: Sequence[Mapping[str, float]], key: str) -> tuple[float, float] | None:
+    """(mean over the first third of the steps that have ``key``, over the last third), or None."""
+    values = [h[key] for h in rows if key in h and h[key] == h[key]]  # NaN: no checkable response
+    if not values:
+        return None
+    n = max(1, len(values) // 3)
+    return sum(values[:n]) / n, sum(values[-n:]) / n
+
+
+def _pair(v: tuple[float, float] | None) -> str:
+    return "-" if v is None else f"{v[0]:.2f} -> {v[1]:.2f}"
 
 
 def _ratio(h: Mapping[str, float], p: str) -> str:
     return f" ({h[f'{p}/length_ratio']:.2f}x the reference's)" if f"{p}/length_ratio" in h else ""
-
-
-def _success(h: Mapping[str, float], p: str) -> str:
-    return f"{h[f'{p}/success']:.2f}" if f"{p}/success" in h else "-"
 
 
 def stage_markdown(summary: dict, history: Sequence[dict[str, float]]) -> str:

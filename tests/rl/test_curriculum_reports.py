@@ -193,10 +193,33 @@ def test_length_bias_notes_say_what_the_monitor_saw_in_each_judged_domain():
     ]  # fmt: skip
     assert report.length_bias_notes(history, ["general"]) == [
         "length-bias monitor (general): mean length 10.0 (0.80x the reference's) -> 14.0 (1.60x the "
-        "reference's) tokens, rule-verified success 0.30 -> 0.30, the judge's reward-length Spearman +0.30 "
-        "on average; 1 alarm steps (first at step 2)"
+        "reference's) tokens, the judge's reward - and rule-verified success 0.30 -> 0.30 (first and last "
+        "third of the steps), the judge's reward-length Spearman +0.30 on average; 1 alarm steps (first at "
+        "step 2)"
     ]
     assert report.length_bias_notes(history, ["code"]) == []  # not watched: no line
+
+
+def test_the_note_says_when_the_judges_reward_rises_and_rule_verified_success_does_not():
+    """The general stage of issue 34's 48-step run: the judge's reward 0.46 -> 0.58 while success stayed
+    at 0.2. Means over thirds, so one noisy step (success 0.9 at step 1) does not decide it."""
+
+    def run(rewards, successes):
+        history = [
+            {"step": i + 1, "length_bias/general/length": 20.0, "length_bias/general/reward_raw": r,
+             "length_bias/general/success": s}
+            for i, (r, s) in enumerate(zip(rewards, successes, strict=True))
+        ]  # fmt: skip
+        (note,) = report.length_bias_notes(history, ["general"])
+        return note
+
+    hacked = run([0.45, 0.46, 0.5, 0.55, 0.58, 0.6], [0.9, 0.2, 0.2, 0.2, 0.2, 0.19])
+    assert "the judge's reward 0.46 -> 0.59 and rule-verified success 0.55 -> 0.20" in hacked
+    assert hacked.endswith("the policy is learning what the judge rewards, not what the rule checks")
+    learning = run([0.45, 0.46, 0.5, 0.55, 0.58, 0.6], [0.2, 0.2, 0.25, 0.3, 0.3, 0.32])
+    assert "0.20 -> 0.31" in learning and "not what the rule checks" not in learning
+    flat = run([0.45, 0.46, 0.47, 0.45, 0.46, 0.47], [0.2] * 6)
+    assert "not what the rule checks" not in flat
 
 
 def test_the_stage_report_lists_validation_warnings_notes_and_plots(tmp_path):
