@@ -17,7 +17,7 @@ from typing import Any, Literal
 from flows.config import PipelineConfig
 from flows.curriculum import Curriculum, load_curriculum
 from flows.curriculum.base import base_folder, build_base
-from flows.curriculum.fingerprint import base_inputs, stage_inputs
+from flows.curriculum.fingerprint import JUDGED, base_inputs, stage_inputs
 from flows.curriculum.layout import stage_paths
 from flows.curriculum.mixture import CurriculumData, run_data
 from flows.curriculum.settings import stage_train_config
@@ -88,7 +88,10 @@ def general_gate(config: PipelineConfig, curriculum: Curriculum | None = None) -
     if not produced(config, GENERAL):
         return None
     curriculum = curriculum or load_curriculum(config.train.curriculum)
-    return judge_gate(config, curriculum.verifier_names().get(GENERAL, "genrm"))
+    verifier = curriculum.verifier_names().get(GENERAL, "genrm")
+    if not verifier.startswith(JUDGED):  # scored by a rule: no judge to gate
+        return None
+    return judge_gate(config, verifier)
 
 
 # -- what each stage should be built from ---------------------------------------------------------------

@@ -13,7 +13,7 @@ from dataclasses import asdict
 import pytest
 
 from flows.config import PipelineConfig
-from flows.curriculum.plan import active_curriculum
+from flows.curriculum.plan import active_curriculum, general_gate
 from flows.genrm.flow import judge_dir, judge_gate
 from flows.genrm.labels import rule_grade
 from tests.genrm.scripted import blocks, prefers_longer, scripted_judge
@@ -225,7 +225,7 @@ def _curriculum(tmp_path, general: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("verifier", ["genrm", "genrm-pair", "genrm-grade"])
+@pytest.mark.parametrize("verifier", ["genrm", "genrm-pair", "genrm-grade", "general-rule"])
 def test_a_grade_judge_with_a_refused_pairwise_judge_trains_only_a_grade_curriculum(
     config, tmp_path, verifier
 ):
@@ -234,7 +234,9 @@ def test_a_grade_judge_with_a_refused_pairwise_judge_trains_only_a_grade_curricu
     )
     _write_judge(cfg, judge_eval(0.6, 0.40, general=(0.7, 0.6)))
     stages = [s.name for s in active_curriculum(cfg)[0].stages]
-    if verifier == "genrm-grade":
+    if verifier == "general-rule":  # a rule scores the general items: no judge to gate
+        assert general_gate(cfg) is None and "general" in stages
+    elif verifier == "genrm-grade":
         assert judge_gate(cfg, verifier) is None and "general" in stages
     else:
         assert judge_gate(cfg, verifier).startswith("pairwise balanced accuracy 0.40")
