@@ -212,9 +212,10 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     )
     verdicts = result.verdicts(g.gate_margin) if g.gate else {}
     markdown = eval_markdown(result, png, where) + gate_markdown(verdicts, g.gate_margin)
-    for verifier, why in verdicts.items():
-        if why:
-            logger.warning("as %s the judge does not beat the trivial judges: %s", verifier, why)
+    for verifier, why in verdicts.items():  # which one applies is the curriculum's (the plan warns)
+        logger.info(
+            "as %s the judge is %s", verifier, f"not fit to train on: {why}" if why else "fit to train on"
+        )
     create_markdown_artifact(
         markdown,
         key=artifact_key(config.name, "genrm-report"),
