@@ -18,7 +18,9 @@ can do well (shared/DESIGN.md, "Judging judges").
 
 Rows are labelled responses, ``prompt_id, question, reference, response, grade`` each (the labels file of
 `m1 genrm eval`, read by flows/genrm/files.py; `m1 genrm train-judge` writes one for its held-out prompts).
-`JudgeEval.gate` is what a run asks before it trains on a judge: the balanced measures only.
+`JudgeEval.gate` is what a run asks before it trains on a judge: the balanced measures only, of the judge
+the curriculum uses (the five-grade measures on the general items' responses for `genrm-grade`, the
+balanced pairwise set for `genrm`/`genrm-pair`).
 """
 
 from __future__ import annotations
@@ -49,11 +51,8 @@ NS = (1, 2, 4, 8)
 CORRECT = 4  # grades 4 and 5: a correct final answer
 PAIR_DOMAINS = ("general",)  # the domains a pairwise judge scores in the curricula
 JUDGED_DOMAIN = "general"  # the domain the curricula's judges score: the gate reads its measures
-KINDS = {
-    "genrm-grade": "grade",
-    "genrm-pair": "pair",
-    "genrm": "pair",
-}  # verifier -> measures it is judged on
+# verifier -> the measures it is gated on
+KINDS = {"genrm-grade": "grade", "genrm-pair": "pair", "genrm": "pair"}
 MAX_PAIRS_PER_CLASS = 48  # 144 pairs, 288 judgments: a 95% interval of about +-0.08 on balanced accuracy
 GATE_MARGIN = 0.10
 
