@@ -104,9 +104,8 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
                 )
                 if section := out.get("report"):
                     report.sections.append(section)
-                if kind == GENERAL and (
-                    gate := general_gate(config)
-                ):  # the judge is unfit as the curriculum uses it
+                # the judge is unfit as the curriculum uses it: the general stage is off
+                if kind == GENERAL and (gate := general_gate(config)):
                     report.notes.append(
                         f"general tasks not trained on: the judge does not beat the trivial judges ({gate}); "
                         "the `general` stage is switched off"

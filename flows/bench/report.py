@@ -171,14 +171,14 @@ def readme_table(folder: Path, key: str) -> str:
     for bench in [*bench_names(), *[b for b in recorded_benches(folder) if b not in bench_names()]]:
         # the options of the latest run that has the bench's headlines (a one-time run with other options,
         # `m1 bench dedup --runner dask --docs 20000000`, measures other figures)
-        found = [
-            (options, groups(runs)[-1])
-            for options, runs in select(read(bench, folder), key).items()
-            if any(groups(runs)[-1].text(h.figure) is not None for h in headlines(bench, groups(runs)[-1]))
-        ]
-        if not found:
+        latests = ((options, groups(runs)[-1]) for options, runs in select(read(bench, folder), key).items())
+        found = next(
+            ((o, g) for o, g in latests if any(g.text(h.figure) is not None for h in headlines(bench, g))),
+            None,
+        )
+        if found is None:
             continue
-        options, latest = found[0]
+        options, latest = found
         name = f"`{bench}`" + (f" ({_options(options)})" if options != "{}" else "")
         for h in headlines(bench, latest):
             value = latest.median(h.figure)

@@ -335,15 +335,14 @@ def evaluate_judge(
         (t, p, len(r["response"])) for t, p, r in zip(labels, predicted, rows, strict=True) if p is not None
     ]
     truth_s, pred_s, len_s = (list(x) for x in zip(*scored, strict=True)) if scored else ([], [], [])
-    by_domain: dict[str, list[bool]] = defaultdict(list)
-    for r, h in zip(rows, hits, strict=True):
-        by_domain[r.get("domain", "all")].append(h)
     pools: dict[str, list[tuple[int, float | None]]] = defaultdict(list)
     for r, t, p in zip(rows, labels, predicted, strict=True):
         pools[r["prompt_id"]].append((t, p))
+    by_domain: dict[str, list[int]] = defaultdict(list)  # domain -> its rows
+    for i, r in enumerate(rows):
+        by_domain[r.get("domain", "all")].append(i)
     grade_by_domain = {}
-    for domain in sorted({r.get("domain", "all") for r in rows}):
-        idx = [i for i, r in enumerate(rows) if r.get("domain", "all") == domain]
+    for domain, idx in sorted(by_domain.items()):
         truth, guess = [labels[i] for i in idx], [rounded[i] for i in idx]
         bal, lo, hi = balanced_accuracy(truth, guess)
         grade_by_domain[domain] = {
@@ -364,7 +363,7 @@ def evaluate_judge(
         confusion={t: dict(c) for t, c in sorted(confusion.items())},
         best_of_n=best_of_n(pools, ns, draws, seed),
         rejected=rejected,
-        per_domain={d: float(np.mean(h)) for d, h in by_domain.items()},
+        per_domain={d: m["accuracy"] for d, m in grade_by_domain.items()},
         balanced_accuracy=balanced_accuracy(labels, rounded)[0],
         length_slope=grade_length_slope(pred_s, truth_s, len_s),
         grade_by_domain=grade_by_domain,
