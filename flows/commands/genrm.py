@@ -25,6 +25,14 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override a config field, e.g. genrm.judge_steps=300 (repeatable)."),
 ]
+PairMethodOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pair-method",
+        help="How a pair is judged: pairwise (both texts in one prompt, both orders) or pointwise (each "
+        "text graded alone against the question); default: $M1_GENRM_PAIR_METHOD, else pairwise.",
+    ),
+]
 
 
 def _config(config: Path | None, set_: list[str] | None):
@@ -122,6 +130,7 @@ def eval_cmd(
         int | None,
         typer.Option(min=1, help="Tokens per judgment (default: $M1_GENRM_MAX_TOKENS, else 512)."),
     ] = None,
+    pair_method: PairMethodOpt = None,
     seed: int = 0,
     config: ConfigOpt = None,
     set_: SetOpt = None,
@@ -135,6 +144,7 @@ def eval_cmd(
     from verifiers.genrm.evaluate import PAIR_DOMAINS, evaluate_judge
 
     cfg = _config(config, set_)
+    _check_pair_method(pair_method)
     if labels is not None:
         rows, bad = read_labels(labels)
     else:
@@ -159,6 +169,7 @@ def eval_cmd(
                 rejected=len(bad),
                 max_tokens=max_tokens,
                 pair_domains=pair_domain or PAIR_DOMAINS,
+                pair_method=pair_method,
             )
         except EndpointError as exc:  # every judgment failed: a user error (a wrong URL, a dead server)
             raise InputError(str(exc)) from None
@@ -166,6 +177,13 @@ def eval_cmd(
     png = plot_eval(result, plot or (labels.with_suffix(".eval.png") if labels else Path("judge-eval.png")))
     console.print(f"plot: {png}")
     _table_artifact(result)
+
+
+def _check_pair_method(method: str | None) -> None:
+    from verifiers.genrm.options import PAIR_METHODS
+
+    if method is not None and method not in PAIR_METHODS:
+        raise InputError(f"--pair-method must be {' or '.join(PAIR_METHODS)}, not {method!r}")
 
 
 def _table_artifact(result) -> None:
@@ -187,6 +205,7 @@ def swiss(
     ] = None,
     model: Annotated[str, typer.Option(help="Model name sent to the endpoint.")] = "default",
     rounds: Annotated[int | None, typer.Option(min=1, help="Swiss rounds (default: ceil(log2 G)).")] = None,
+    pair_method: PairMethodOpt = None,
 ) -> None:
     """Rank each prompt's candidate answers in Swiss rounds with the pairwise judge; keep the winner."""
     # heavy: scipy, polars; not at m1 start-up
@@ -196,11 +215,13 @@ def swiss(
     url = endpoint or os.environ.get("M1_GENRM_URL")
     if not url:
         raise InputError("no judge: pass --endpoint URL or set M1_GENRM_URL")
+    _check_pair_method(pair_method)
+    compare_fn = judge_compare(url, model, pair_method=pair_method)
     tournaments = read_candidates(input)
     with console.status("Swiss rounds ...") as status:
         results = run_swiss(
             tournaments,
-            judge_compare(url, model),
+            compare_fn,
             rounds,
             on_round=lambda r, n: status.update(f"Swiss round {r}/{n} done"),
         )

@@ -139,17 +139,19 @@ class GenRMConfig(Section):
         description="an m1model checkpoint the judge starts from (its weights and tokenizer) instead of a "
         "fresh judge_model",
     )
-    pair_training: Literal["reference", "reference-swapped", "all-swapped"] = Field(
-        "reference",
+    pair_training: Literal["reference", "reference-swapped", "all-swapped", "pointwise"] = Field(
+        "pointwise",
         description="the judge's pairwise examples: each response against its prompt's reference in one "
         "random order (reference) or in both (reference-swapped), or every two responses of a prompt in "
-        "both orders (all-swapped, of pair_domains)",
+        "both orders (all-swapped, of pair_domains); or none: each response of pair_domains graded alone "
+        "against the question (pointwise), and the judge's pairs are judged that way (pair_method)",
     )
     pair_domains: list[str] = Field(
         default_factory=lambda: ["general"],
-        description="domains of the swapped pairwise examples (empty: all); the curricula's pairwise judge "
+        description="domains of the swapped or pointwise pairwise examples (empty: all); the curricula's pairwise judge "
         "scores general items",
     )
+
     judge_lr: float = Field(2e-3, gt=0)
     judge_batch_size: int = Field(16, ge=1)
     judge_model: ModelConfig = Field(
@@ -175,3 +177,8 @@ class GenRMConfig(Section):
     constraint_weight: float = Field(0.5, ge=0, description="pairwise judge: weight of the constraint rules")
     port: int = Field(0, ge=0, le=65535, description="loopback port of the judge server; 0: a free one")
     seed: int = 0
+
+    @property
+    def pair_method(self) -> str:
+        """How the judge this section trains judges a pair (`JudgeOptions.pair_method`)."""
+        return "pointwise" if self.pair_training == "pointwise" else "pairwise"

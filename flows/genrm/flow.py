@@ -32,6 +32,7 @@ import flows.genrm.general as general
 import flows.genrm.labels as labels
 import flows.genrm.train_judge as train
 import verifiers.genrm.evaluate as evaluate
+import verifiers.genrm.pair as pair
 import verifiers.genrm.prompts as prompts
 from flows.artifacts import artifact_key, embed_png
 from flows.atomic import atomic_write_text
@@ -94,7 +95,8 @@ def judge_inputs_hash(g: GenRMConfig) -> str:
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     if g.judge_init:  # what the judge starts from: that checkpoint's recorded fingerprint, or its files
         digest.update(checkpoint_id(g.judge_init).encode())
-    for module in (general, labels, train, prompts, evaluate):  # evaluate: the summary the gate reads
+    # evaluate and pair: the summary the gate reads (and how a pair is judged in it)
+    for module in (general, labels, train, prompts, evaluate, pair):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:16]
 

@@ -33,10 +33,12 @@ def served_judge(
     threads: int = 1,
     export_env: bool = True,
     max_tokens: int | None = None,
+    pair_method: str | None = None,
     startup_timeout_s: float = 180.0,
 ) -> Iterator[str]:
     """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it;
-    ``max_tokens`` is exported with the URL (``M1_GENRM_MAX_TOKENS``) when given."""
+    ``max_tokens`` and ``pair_method`` (how this judge was trained to judge a pair) are exported with the
+    URL (``M1_GENRM_MAX_TOKENS``, ``M1_GENRM_PAIR_METHOD``) when given."""
     if not (Path(checkpoint) / "config.json").is_file():
         raise InputError(f"{checkpoint}: not a judge checkpoint (no config.json); run `m1 genrm train-judge`")
     args = ["serve", "model", "--checkpoint", str(checkpoint), "--model-name", MODEL_NAME]
@@ -49,6 +51,8 @@ def served_judge(
         }
         if max_tokens is not None:
             exported["M1_GENRM_MAX_TOKENS"] = str(max_tokens)
+        if pair_method is not None:
+            exported["M1_GENRM_PAIR_METHOD"] = pair_method
         saved = {k: os.environ.get(k) for k in exported}
         try:
             if export_env:
@@ -83,7 +87,11 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
             f"verifier(s) {', '.join(judged)} need a judge: this run has none at {folder} (`m1 run` with "
             "genrm.enabled trains it, or `m1 genrm train-judge`), and M1_GENRM_URL is not set"
         )
-    own = {"model": MODEL_NAME, "max_tokens": config.genrm.judge_max_tokens}
+    own = {
+        "model": MODEL_NAME,
+        "max_tokens": config.genrm.judge_max_tokens,
+        "pair_method": config.genrm.pair_method,
+    }
     with served_judge(folder, port=config.genrm.port, export_env=False) as url:
         yield {name: options | own | {"url": url} for name in judged}
 
@@ -112,7 +120,12 @@ def run_judge(config) -> Iterator[None]:
         def start() -> None:
             if not started:
                 stack.enter_context(
-                    served_judge(folder, port=config.genrm.port, max_tokens=config.genrm.judge_max_tokens)
+                    served_judge(
+                        folder,
+                        port=config.genrm.port,
+                        max_tokens=config.genrm.judge_max_tokens,
+                        pair_method=config.genrm.pair_method,
+                    )
                 )
                 started.append(True)
 

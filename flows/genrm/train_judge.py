@@ -9,8 +9,11 @@ Design, so that a tiny CPU model can learn it in minutes:
   local: does the response's final answer (its ``\\boxed{}``, its ``<answer>`` block, the fact a general
   prompt gives) match the reference or the question, is it in the asked format, is there one at all.
   Length carries no signal: padded responses are as often wrong as right.
-- Pairwise examples put the reference against one of its perturbations in both orders, the verdict from
-  the two true grades (a tie when equal), so the judge learns position invariance from the data.
+- Pairwise examples (``pair_training``) put the reference against one of its perturbations (in a random
+  order, in both, or every two responses of a prompt in both orders), the verdict from the two true grades
+  (a tie when equal); or, ``pointwise``, each response is graded alone against its question, which is how
+  the pairwise judge then asks about each text of a pair (verifiers/genrm/pair.py): a small judge learns
+  one text against a fact far sooner than two texts at once, and one text has no position to prefer.
 - Classes are balanced by resampling, so the judge cannot do well by always answering the commonest grade;
   the held-out set (other prompts) keeps its natural mix, and the report compares with always answering its
   commonest grade (the majority-class baseline).
@@ -37,7 +40,7 @@ from flows.errors import InputError
 from flows.genrm.labels import Labelled, labelled_set, stated_fact, write_labels
 from flows.model_settings import fresh_model, sft_config
 from verifiers.endpoint import EndpointError
-from verifiers.genrm.prompts import grade_answer, grade_prompt, pair_answer, pair_prompt
+from verifiers.genrm.prompts import grade_answer, grade_prompt, pair_answer, pair_prompt, point_prompt
 
 HELDOUT = "heldout_labels.jsonl"  # beside the checkpoint: the labels `m1 genrm eval` can replay
 DOMAINS = ("math", "logic", "general")  # what labels.labelled_set writes, in its order
@@ -45,7 +48,7 @@ DOMAINS = ("math", "logic", "general")  # what labels.labelled_set writes, in it
 
 @dataclass
 class JudgeExample:
-    kind: str  # "grade" | "pair"
+    kind: str  # "grade" | "pair" | "point"
     domain: str
     message: str  # the judge's user message
     answer: str  # what the judge should reply
@@ -149,9 +152,23 @@ def swapped_pair_examples(
     ]
 
 
+def point_examples(labs: Sequence[Labelled], domains: Sequence[str] | None = None) -> list[JudgeExample]:
+    """Each response (of ``domains``; None: all) graded alone against its question, as the pointwise
+    pairwise judge asks (verifiers/genrm/pair.py): no reference, no second text."""
+    return [
+        JudgeExample(
+            "point", x.domain, point_prompt(x.question, x.response)[0], grade_answer(x.grade), x.grade
+        )
+        for x in labs
+        if domains is None or x.domain in domains
+    ]
+
+
 def judge_examples(labs: Sequence[Labelled], cfg: GenRMConfig, rng: random.Random) -> list[JudgeExample]:
     """The judge's training examples under ``cfg.pair_training``, classes balanced per kind."""
-    if cfg.pair_training == "all-swapped":
+    if cfg.pair_training == "pointwise":
+        pairs = point_examples(labs, cfg.pair_domains or None)
+    elif cfg.pair_training == "all-swapped":
         pairs = swapped_pair_examples(labs, cfg.pair_domains or None, cfg.rationale, cfg.pair_grades)
     else:  # "reference" (before issue 34: one random order), "reference-swapped": both orders
         both = cfg.pair_training == "reference-swapped"
@@ -243,7 +260,13 @@ def train_judge(
     with background(create_app(model, tokenizer, ServerSettings(model_name="judge"))) as url:
         try:
             result = evaluate_judge(
-                f"{url}/v1", rows, model="judge", k=cfg.k, seed=cfg.seed, max_tokens=cfg.judge_max_tokens
+                f"{url}/v1",
+                rows,
+                model="judge",
+                k=cfg.k,
+                seed=cfg.seed,
+                max_tokens=cfg.judge_max_tokens,
+                pair_method=cfg.pair_method,
             )
         except EndpointError as exc:  # every judgment failed: one line, as the CLI reports input errors
             raise InputError(str(exc)) from None
@@ -258,6 +281,7 @@ def train_judge(
         "train_seconds": train_s,
         "seconds": time.perf_counter() - t0,
         "config": cfg.model_dump(),
+        "pair_method": cfg.pair_method,
     }
     folder = save_policy(model, tokenizer, output, extra={"judge": summary, "sft": history})
     write_labels(folder / HELDOUT, test)

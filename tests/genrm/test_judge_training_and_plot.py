@@ -57,10 +57,10 @@ def test_train_judge_on_a_tiny_config_saves_a_checkpoint_its_summary_and_the_hel
     expected = judge_examples(train, cfg, rng)
     assert summary["inputs_hash"] == "abc"
     assert summary["train_examples"] == len(expected)
-    assert {e.kind for e in expected} == {"grade", "pair"}
+    assert {e.kind for e in expected} == {"grade", "point"}  # the default pairwise judge is pointwise
     assert (summary["train_responses"], summary["heldout_responses"]) == (len(train), len(test))
     assert summary["heldout_grades"] == dict(Counter(x.grade for x in test))
-    assert summary["config"] == cfg.model_dump()
+    assert summary["config"] == cfg.model_dump() and summary["pair_method"] == "pointwise"
     assert len(steps) == 1 and summary["final_loss"] == pytest.approx(steps[-1]["loss"])
     # every held-out response was put to the served judge (2 tokens cannot hold a grade: all fail)
     assert summary["eval"]["n"] + summary["eval"]["rejected"] == len(test)
@@ -221,7 +221,9 @@ def test_the_judges_training_options_shape_its_examples():
     `parse_grade` / `parse_verdict` still read), and labelled responses of the chosen domains only."""
     from verifiers.genrm.parse import parse_grade, parse_verdict
 
-    small = GenRMConfig(train_prompts=8, eval_prompts=4, judge_domains=["math", "logic", "general"])
+    small = GenRMConfig(
+        train_prompts=8, eval_prompts=4, judge_domains=["math", "logic", "general"], pair_training="reference"
+    )
     train, _ = datasets(small)
 
     def rng0():

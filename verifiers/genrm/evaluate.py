@@ -14,7 +14,8 @@ can do well (shared/DESIGN.md, "Judging judges").
    verifiers/genrm/balanced.py, built from the rows of ``pair_domains`` (the domains a pairwise judge scores
    in the curricula: general; every row when none is of those): every pair in both orders, balanced
    accuracy beside the trivial judges' (always the reference, always the first shown, the longer text
-   wins, a random verdict), position consistency and the length slope.
+   wins, a random verdict), position consistency and the length slope; judged as `genrm-pair` judges
+   with the same ``pair_method`` (two texts in one prompt, or each graded alone: verifiers/genrm/pair.py).
 
 Rows are labelled responses, ``prompt_id, question, reference, response, grade`` each (the labels file of
 `m1 genrm eval`, read by flows/genrm/files.py; `m1 genrm train-judge` writes one for its held-out prompts).
@@ -232,7 +233,8 @@ def pairwise_rows(p: dict[str, Any]) -> list[dict[str, Any]]:
             "pairwise balanced accuracy",
             p["balanced_accuracy"],
             p["best_trivial_accuracy"],
-            f"{p['n']} pairs ({classes}; the worse text longer in half the decisive ones), both orders; "
+            f"{p['n']} pairs ({classes}; the worse text longer in half the decisive ones), "
+            f"{p.get('method', 'pairwise')}, both orders; "
             f"95% interval {p['balanced_low']:.3f}-{p['balanced_high']:.3f}; "
             f"baseline: the best trivial judge ({p['best_trivial']})",
         )
@@ -241,13 +243,17 @@ def pairwise_rows(p: dict[str, Any]) -> list[dict[str, Any]]:
         _row(f"  trivial: {name}", b["balanced_accuracy"], None, "balanced accuracy on the same pairs")
         for name, b in base.items()
     ]
+    consistency = (
+        "pointwise: each text graded alone, so both orders are one judgment (1 by construction)"
+        if p.get("method") == "pointwise"
+        else f"both orders agree; the first-shown text wins {p['first_shown_wins']:.0%} of single-order verdicts"
+    )
     rows += [
         _row(
             "position consistency",
             p["position_consistency"],
             base["a random verdict"]["position_consistency"],
-            f"both orders agree; the first-shown text wins {p['first_shown_wins']:.0%} of single-order "
-            "verdicts; baseline: a random verdict",
+            f"{consistency}; baseline: a random verdict",
         ),
         _row(
             "pairwise length slope",
@@ -314,9 +320,11 @@ def evaluate_judge(
     max_tokens: int | None = None,
     pair_domains: Sequence[str] | None = PAIR_DOMAINS,
     max_pairs_per_class: int | None = MAX_PAIRS_PER_CLASS,
+    pair_method: str | None = None,
 ) -> JudgeEval:
     """Grade every labelled response with `genrm-grade` at ``url`` and compute the report; with
-    ``pairwise``, also judge the balanced pairwise set built from the rows of ``pair_domains``.
+    ``pairwise``, also judge the balanced pairwise set built from the rows of ``pair_domains``, the way
+    `genrm-pair` judges a pair (``pair_method``; None: ``M1_GENRM_PAIR_METHOD`` or pairwise).
     ``max_tokens`` per judgment: None takes ``M1_GENRM_MAX_TOKENS`` or the judges' default.
     An endpoint that failed every judgment is an `EndpointError` with the first one's message."""
     judge = GradeJudge(url=url, model=model, k=k, max_tokens=max_tokens)
@@ -369,7 +377,7 @@ def evaluate_judge(
         grade_by_domain=grade_by_domain,
     )
     if pairwise:
-        opts = JudgeOptions.resolve(url=url, model=model, max_tokens=max_tokens)
+        opts = JudgeOptions.resolve(url=url, model=model, max_tokens=max_tokens, pair_method=pair_method)
         result.pairwise = _pairwise(opts, rows, pair_domains, max_pairs_per_class, seed)
     return result
 
@@ -393,6 +401,7 @@ def _pairwise(
     baselines = trivial_baselines(pairs)
     name, best = best_trivial(baselines)
     return measures | {
+        "method": opts.pair_method,
         "domains": sorted({p.domain for p in pairs}),
         "baselines": baselines,
         "best_trivial": name,

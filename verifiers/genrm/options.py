@@ -11,6 +11,7 @@
 | `attempts`          | `M1_GENRM_ATTEMPTS`           | 3            | tries per judgment when the reply has no verdict |
 | `max_response_chars`| `M1_GENRM_MAX_RESPONSE_CHARS` | 8000         | a longer response is cut (head + tail kept)    |
 | `constraint_weight` | `M1_GENRM_CONSTRAINT_WEIGHT`  | 0.5          | pairwise: weight of the `constraints` rules    |
+| `pair_method`       | `M1_GENRM_PAIR_METHOD`        | `pairwise`   | pairwise: `pairwise` (A/B prompt, both orders) or `pointwise` (each text graded alone) |
 | `timeout_s`         | `M1_GENRM_TIMEOUT_S`          | 120          | per request                                    |
 | `retries`           | `M1_GENRM_RETRIES`            | 3            | transport retries (connection errors, 429, 5xx)|
 | `concurrency`       | `M1_GENRM_CONCURRENCY`        | 16           | requests in flight                             |
@@ -29,6 +30,9 @@ from verifiers.endpoint import Endpoint, EndpointSettings
 from verifiers.genrm.prompts import Budget
 
 ENV_PREFIX = "M1_GENRM_"
+# How a pair is judged: one prompt showing both texts, in both orders (M1 section 4.2.1), or each text
+# graded alone against the question and the grades compared (verifiers/genrm/pair.py)
+PAIR_METHODS = ("pairwise", "pointwise")
 
 
 class JudgeOptions(EndpointSettings):
@@ -43,6 +47,7 @@ class JudgeOptions(EndpointSettings):
     attempts: int = 3
     max_response_chars: int = 8000
     constraint_weight: float = 0.5
+    pair_method: str = "pairwise"
 
     @classmethod
     def resolve(cls, **options: Any) -> JudgeOptions:
@@ -75,6 +80,8 @@ class JudgeOptions(EndpointSettings):
             raise ValueError(f"api must be chat or completions, not {self.api!r}")
         if self.k < 1 or self.attempts < 1 or self.max_tokens < 1 or self.concurrency < 1:
             raise ValueError("k, attempts, max_tokens and concurrency must be >= 1")
+        if self.pair_method not in PAIR_METHODS:
+            raise ValueError(f"pair_method must be {' or '.join(PAIR_METHODS)}, not {self.pair_method!r}")
         if self.constraint_weight < 0:
             raise ValueError("constraint_weight must be >= 0")
         if self.max_response_chars < 200:

@@ -12,7 +12,13 @@ r_c in [0, 1], mixed in with weight w (option ``constraint_weight``) so the rang
 
     reward = (s + w * (2 r_c - 1)) / (1 + w)
 
-`compare` is the same judgment for any two texts (Swiss-round reference selection uses it).
+`compare` is the same judgment for any two texts (Swiss-round reference selection uses it). With the
+option ``pair_method = "pointwise"`` it asks instead for each text's grade against the question alone (the
+five-grade rubric, no reference, no second text; DeepSeek-GRM's pointwise judge) and compares the grades:
+sample j of the first text against sample j of the second, +1, 0 or -1, averaged. The judge never sees the
+two side by side, so the order cannot sway it: both orders are the same judgment by construction (a small
+judge trained from scratch learns one text against the question where it does not learn two at once:
+flows/genrm/README.md).
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ from verifiers.endpoint import EndpointError
 from verifiers.genrm.calls import Judged, ask
 from verifiers.genrm.judge import EndpointJudge
 from verifiers.genrm.options import JudgeOptions
-from verifiers.genrm.parse import parse_verdict
-from verifiers.genrm.prompts import pair_prompt
+from verifiers.genrm.parse import parse_grade, parse_verdict
+from verifiers.genrm.prompts import pair_prompt, point_prompt
 
 _SCORE = {"A": 1.0, "B": -1.0, "C": 0.0}  # from the point of view of the text shown as A
 
@@ -71,8 +77,11 @@ def _order_score(j: Judged, sign: float) -> float | None:
 
 
 def compare(opts: JudgeOptions, triples: Sequence[tuple[str, str, str]]) -> list[Comparison]:
-    """(question, first, second) -> how first compares with second, judged in both orders, blind.
-    Raises `EndpointError` when the endpoint fails (for the whole batch)."""
+    """(question, first, second) -> how first compares with second, judged in both orders, blind (or each
+    text graded alone: ``opts.pair_method``). Raises `EndpointError` when the endpoint fails (for the whole
+    batch)."""
+    if opts.pair_method == "pointwise":
+        return _compare_pointwise(opts, triples)
     prompts, cuts = [], []
     for question, first, second in triples:
         forward, cut_f = pair_prompt(question, first, second, opts.budget)
@@ -91,6 +100,38 @@ def compare(opts: JudgeOptions, triples: Sequence[tuple[str, str, str]]) -> list
             error = f"judge failed: no verdict [[A]]/[[B]]/[[C]] in its replies after {attempts} attempt(s)"
         truncated = {f"{k}_chars_cut": v for k, v in cuts[t].items()} or None
         out.append(Comparison(score, forward, backward, consistent, error, truncated))
+    return out
+
+
+def _compare_pointwise(opts: JudgeOptions, triples: Sequence[tuple[str, str, str]]) -> list[Comparison]:
+    """Each distinct (question, text) graded once against the question; sample j of the first text's grades
+    against sample j of the second's (both read), their sign averaged."""
+    index: dict[tuple[str, str], int] = {}
+    prompts, cuts = [], []
+    for question, *texts in triples:
+        for text in texts:
+            if (question, text) not in index:
+                index[(question, text)] = len(prompts)
+                prompt, cut = point_prompt(question, text, opts.budget)
+                prompts.append(prompt)
+                cuts.append(cut.get("response", 0))
+    judged = ask(opts, prompts, parse_grade)
+    out = []
+    for question, first, second in triples:
+        i, j = index[(question, first)], index[(question, second)]
+        signs = [
+            float((a > b) - (a < b))
+            for a, b in zip(judged[i].verdicts, judged[j].verdicts, strict=True)
+            if a is not None and b is not None
+        ]
+        score = fmean(signs) if signs else None
+        error = None
+        if score is None:
+            attempts = judged[i].attempts + judged[j].attempts
+            error = f"judge failed: no grade of both texts in its replies after {attempts} attempt(s)"
+        truncated = {f"{k}_chars_cut": c for k, c in (("first", cuts[i]), ("second", cuts[j])) if c} or None
+        # one judgment whichever text is shown first: the same score for both orders, consistent
+        out.append(Comparison(score, score, score, None if score is None else True, error, truncated))
     return out
 
 

@@ -1,0 +1,150 @@
+"""The pointwise way to judge a pair (`pair_method = "pointwise"`, verifiers/genrm/pair.py): each text is
+graded alone against the question (no reference, no second text) and the grades are compared; through
+`genrm-pair`, the judge evaluation and the gate, `m1 genrm eval --pair-method`, the option's checks, and the
+judge's training examples for it."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from itertools import count
+
+import pytest
+
+from flows.config import GenRMConfig
+from flows.genrm.labels import Labelled, labelled_set, write_labels
+from flows.genrm.train_judge import judge_examples, point_examples
+from tests.genrm.scripted import blocks, scripted_judge
+from tests.genrm.test_pairwise_eval import quality, rows
+from verifiers.genrm.evaluate import evaluate_judge
+from verifiers.genrm.options import JudgeOptions
+from verifiers.genrm.pair import PairJudge, compare
+from verifiers.genrm.prompts import point_prompt
+
+M1 = [sys.executable, "-c", "from flows.cli import main; main()"]
+Q = "Ada has 3 apples and gets 4 more. How many?"
+ITEM = {"prompt": Q, "reference": "Ada has 3 + 4 = 7. The answer is 7."}
+
+
+def sevens(message: str) -> str:
+    """Grades a text by whether it says 7: a judge that reads the fact."""
+    return "Grade: 5" if "7" in blocks(message)["response"] else "Grade: 2"
+
+
+def test_each_text_is_graded_alone_once_and_the_grades_are_compared():
+    items = [ITEM | {"response": "It is 7."}, ITEM | {"response": "It is eight."}]
+    with scripted_judge(sevens) as (url, script):
+        tie, loss = PairJudge(url=url, pair_method="pointwise", constraint_weight=0).verify(items)
+    # the reference once (both items share it), each response once: three one-text prompts
+    assert len(script.messages) == 3
+    for m in script.messages:
+        b = blocks(m)
+        assert set(b) == {"question", "response"} and b["question"] == Q
+        assert m == point_prompt(Q, b["response"])[0]
+    assert tie.reward == 0 and tie.details["position_consistent"] is True
+    assert loss.reward == -1 and loss.details["forward"] == loss.details["backward"] == -1
+
+
+def test_k_samples_are_compared_sample_by_sample():
+    replies = count()
+
+    def unsure(message: str) -> str:  # the first text's samples: 5 then 2; the second's: always 2
+        if "7" in blocks(message)["response"]:
+            return f"Grade: {5 if next(replies) % 2 == 0 else 2}"
+        return "Grade: 2"
+
+    with scripted_judge(unsure) as (url, _):
+        opts = JudgeOptions.resolve(url=url, k=2, pair_method="pointwise")
+        (c,) = compare(opts, [(Q, "It is 7.", "It is eight.")])
+    assert c.score == 0.5 and c.consistent is True
+
+
+def test_a_text_the_judge_cannot_grade_fails_the_comparison_with_an_error():
+    def stuck(message: str) -> str:
+        return "hmm" if "eight" in blocks(message)["response"] else "Grade: 4"
+
+    with scripted_judge(stuck) as (url, _):
+        (r,) = PairJudge(url=url, pair_method="pointwise").verify([ITEM | {"response": "It is eight."}])
+    assert r.reward == 0 and "no grade of both texts" in r.details["error"]
+
+
+def test_the_order_of_the_two_texts_cannot_change_the_verdict():
+    def first_text_bias(message: str) -> str:  # whatever it reads, a pair prompt would favour A
+        return "Verdict: [[A]]" if "response_a" in message else sevens(message)
+
+    with scripted_judge(first_text_bias) as (url, _):
+        opts = JudgeOptions.resolve(url=url, pair_method="pointwise")
+        forward, backward = compare(opts, [(Q, "7", "eight"), (Q, "eight", "7")])
+    assert (forward.score, backward.score) == (1.0, -1.0)
+
+
+def test_the_evaluation_measures_the_pointwise_judge_and_says_its_consistency_is_by_construction():
+    def grades(message: str) -> str:
+        return f"Grade: {quality(blocks(message)['response'])}"
+
+    def by_length(message: str) -> str:  # reads nothing but the length
+        return f"Grade: {min(5, 1 + len(blocks(message)['response']) // 6)}"
+
+    with scripted_judge(grades) as (url, script):
+        good = evaluate_judge(url, rows(), ns=(1,), draws=1, pair_method="pointwise")
+    assert not any("response_a" in m for m in script.messages)
+    p = good.pairwise
+    assert p["method"] == "pointwise" and p["balanced_accuracy"] == 1.0 and p["position_consistency"] == 1.0
+    assert p["first_shown_wins"] == 0.5
+    note = next(r["note"] for r in good.table() if r["metric"] == "position consistency")
+    assert "by construction" in note
+    assert good.gate(judge="pair") is None
+    with scripted_judge(by_length) as (url, _):
+        biased = evaluate_judge(url, rows(), ns=(1,), draws=1, pair_method="pointwise")
+    assert biased.pairwise["balanced_accuracy"] < 0.5 and biased.gate(judge="pair") is not None
+
+
+def test_the_method_is_an_option_checked_by_name_and_read_from_the_environment(monkeypatch):
+    with pytest.raises(ValueError, match="pair_method must be pairwise or pointwise"):
+        JudgeOptions.resolve(url="http://x/v1", pair_method="sideways")
+    assert JudgeOptions.resolve(url="http://x/v1").pair_method == "pairwise"
+    monkeypatch.setenv("M1_GENRM_PAIR_METHOD", "pointwise")
+    assert JudgeOptions.resolve(url="http://x/v1").pair_method == "pointwise"
+    assert GenRMConfig(pair_training="pointwise").pair_method == "pointwise"
+    assert GenRMConfig(pair_training="reference").pair_method == "pairwise"
+
+
+def test_eval_cli_takes_the_method_and_refuses_an_unknown_one(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    write_labels(path, labelled_set(0, 0, 6, seed=3))
+    bad = subprocess.run(
+        [*M1, "genrm", "eval", "--endpoint", "http://127.0.0.1:9/v1", "--labels", str(path)]
+        + ["--pair-method", "sideways"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert bad.returncode == 2 and "--pair-method must be pairwise or pointwise" in bad.stderr
+    with scripted_judge(lambda m: "Grade: 4") as (url, script):
+        proc = subprocess.run(
+            [*M1, "genrm", "eval", "--endpoint", url, "--labels", str(path), "--pair-method", "pointwise"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "by construction" in proc.stdout and not any("response_a" in m for m in script.messages)
+
+
+def _lab(pid: str, response: str, grade: int, domain: str = "general") -> Labelled:
+    item = {"reference": "Hi Bo, the shop opens at 9 o'clock.", "metadata": json.dumps({"key": "9"})}
+    return Labelled(pid, domain, f"question {pid}", "ref", response, grade, "changed", item)
+
+
+def test_pointwise_training_examples_grade_each_response_without_its_reference():
+    labs = [_lab("p1", "opens at 9", 5), _lab("p1", "opens at 8", 2), _lab("m1", "x", 2, "math")]
+    out = point_examples(labs, ["general"])
+    assert [(e.kind, e.domain, e.answer, e.label) for e in out] == [
+        ("point", "general", "Grade: 5", 5),
+        ("point", "general", "Grade: 2", 2),
+    ]
+    assert out[0].message == point_prompt("question p1", "opens at 9")[0] and "ref" not in out[0].message
+    kinds = {e.kind for e in judge_examples(labs, GenRMConfig(pair_training="pointwise"), random.Random(0))}
+    assert kinds == {"grade", "point"}  # no two-text pair to learn
