@@ -101,6 +101,22 @@ def test_the_evaluation_measures_the_pointwise_judge_and_says_its_consistency_is
     assert biased.pairwise["balanced_accuracy"] < 0.5 and biased.gate(judge="pair") is not None
 
 
+@pytest.mark.parametrize("reply", ["constant", "random"])
+def test_a_pointwise_judge_that_reads_nothing_is_refused(reply):
+    rng = random.Random(0)
+
+    def grade(message: str) -> str:
+        return "Grade: 4" if reply == "constant" else f"Grade: {rng.randint(1, 5)}"
+
+    with scripted_judge(grade) as (url, _):
+        result = evaluate_judge(url, rows(prompts=12), ns=(1,), draws=1, pair_method="pointwise")
+    p = result.pairwise
+    assert p["balanced_accuracy"] < p["best_trivial_accuracy"] + 0.10
+    assert result.gate(judge="pair") is not None
+    if reply == "constant":  # every pair a tie: exactly the trivial judges' 1/3
+        assert p["recall"] == {"response wins": 0.0, "tie": 1.0, "reference wins": 0.0}
+
+
 def test_the_method_is_an_option_checked_by_name_and_read_from_the_environment(monkeypatch):
     with pytest.raises(ValueError, match="pair_method must be pairwise or pointwise"):
         JudgeOptions.resolve(url="http://x/v1", pair_method="sideways")
