@@ -115,7 +115,12 @@ class GenRMConfig(Section):
         description="balanced accuracy the judge must have above the best trivial judge (pairwise: always "
         "the reference, the first shown, the longer text, random; grades: a constant grade)",
     )
-    general_items: int = Field(200, ge=1, description="open-ended items written to {run}-general")
+    general_items: int = Field(
+        800,
+        ge=1,
+        description="open-ended items written to {run}-general (with 200 the policy's warm start learns "
+        "their templates but not to carry a prompt's facts into its answer: flows/genrm/README.md)",
+    )
     train_prompts: int = Field(120, ge=4, description="prompts per domain (math, logic, general) to train on")
     eval_prompts: int = Field(24, ge=2, description="held-out prompts per domain to evaluate on")
     judge_steps: int = Field(300, ge=1, description="SFT steps of the judge")
