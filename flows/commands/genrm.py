@@ -180,6 +180,7 @@ def eval_cmd(
 
 
 def _check_pair_method(method: str | None) -> None:
+    # heavy: pydantic, httpx (the judge's options and endpoint); not at m1 start-up
     from verifiers.genrm.options import PAIR_METHODS
 
     if method is not None and method not in PAIR_METHODS:
