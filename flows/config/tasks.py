@@ -153,10 +153,9 @@ class GenRMConfig(Section):
     )
     pair_domains: list[str] = Field(
         default_factory=lambda: ["general"],
-        description="domains of the swapped or pointwise pairwise examples (empty: all); the curricula's pairwise judge "
-        "scores general items",
+        description="domains of the swapped or pointwise pairwise examples (empty: all); the curricula's "
+        "pairwise judge scores general items",
     )
-
     judge_lr: float = Field(2e-3, gt=0)
     judge_batch_size: int = Field(16, ge=1)
     judge_model: ModelConfig = Field(

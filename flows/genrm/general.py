@@ -7,8 +7,8 @@ by (1) carrying the one fact the prompt gives (a day, a price, an hour, a name: 
 the `constraints` verifier checks), and (3) not much else. Each item's reference is a good answer.
 
 These are the items the judges score in the `general` curriculum stage (`genrm-grade` against their
-references in tiny.toml, the pairwise `genrm` in m1.toml); `rule_grade` (flows/genrm/labels.py) turns (1)+(2) into the true grade the judge is
-trained and evaluated on.
+references in tiny.toml, the pairwise `genrm` in m1.toml); `rule_grade` (flows/genrm/labels.py) turns
+(1)+(2) into the true grade the judge is trained and evaluated on.
 
 Not a flow: the data the general-task flow (flows/genrm/flow.py) writes, kept beside it.
 """

@@ -70,6 +70,14 @@ def test_a_text_the_judge_cannot_grade_fails_the_comparison_with_an_error():
     assert r.reward == 0 and "no grade of both texts" in r.details["error"]
 
 
+def test_a_cut_text_is_reported_under_the_pairwise_judges_names():
+    with scripted_judge(sevens) as (url, _):
+        opts = JudgeOptions.resolve(url=url, pair_method="pointwise", max_response_chars=200)
+        (c,) = compare(opts, [(Q, "It is 7." + " and so on" * 40, "It is eight.")])
+    assert set(c.truncated) == {"response_a_chars_cut"} and c.truncated["response_a_chars_cut"] > 0
+    assert c.score == 1.0  # the head and tail it keeps still hold the fact
+
+
 def test_the_order_of_the_two_texts_cannot_change_the_verdict():
     def first_text_bias(message: str) -> str:  # whatever it reads, a pair prompt would favour A
         return "Verdict: [[A]]" if "response_a" in message else sevens(message)

@@ -114,7 +114,7 @@ def _compare_pointwise(opts: JudgeOptions, triples: Sequence[tuple[str, str, str
                 index[(question, text)] = len(prompts)
                 prompt, cut = point_prompt(question, text, opts.budget)
                 prompts.append(prompt)
-                cuts.append(cut.get("response", 0))
+                cuts.append(cut)
     judged = ask(opts, prompts, parse_grade)
     out = []
     for question, first, second in triples:
@@ -129,7 +129,9 @@ def _compare_pointwise(opts: JudgeOptions, triples: Sequence[tuple[str, str, str
         if score is None:
             attempts = judged[i].attempts + judged[j].attempts
             error = f"judge failed: no grade of both texts in its replies after {attempts} attempt(s)"
-        truncated = {f"{k}_chars_cut": c for k, c in (("first", cuts[i]), ("second", cuts[j])) if c} or None
+        # named as the pairwise judge names its blocks: the question, then each text (as A and B)
+        cut = cuts[i] | {"response_a": cuts[i].get("response", 0), "response_b": cuts[j].get("response", 0)}
+        truncated = {f"{k}_chars_cut": c for k, c in cut.items() if k != "response" and c} or None
         # one judgment whichever text is shown first: the same score for both orders, consistent
         out.append(Comparison(score, score, score, None if score is None else True, error, truncated))
     return out
