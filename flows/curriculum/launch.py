@@ -18,7 +18,9 @@ only train and write files (rank 0 alone). ``nproc == 1`` never comes here: it i
 If the flow process dies, even by SIGKILL, the agent and then the workers die with it (Linux
 PR_SET_PDEATHSIG), so a rerun never races an orphan for the same checkpoints; if a worker dies, torchrun
 stops the others and the launch fails with the log's tail. Either way the rerun resumes from the newest
-complete checkpoint.
+complete checkpoint. A rank that dies after every rank finished (marked in the launch's folder after the
+final barrier, worker.py: `finish`) died in the process group's teardown: the job is complete, and the
+launch returns its result with a warning.
 
 Not a flow: how the training flows start a stage on several processes.
 """
@@ -126,10 +128,30 @@ def launch(
                     except subprocess.TimeoutExpired:
                         proc.kill()
         if proc.returncode != 0:
-            raise _failure(relay.error, proc.returncode, log_path, nproc)
+            if not finished(work, nproc):
+                raise _failure(relay.error, proc.returncode, log_path, nproc)
+            # every rank passed the final barrier and rank 0 wrote the result: only a teardown failed
+            logger.warning(
+                "torchrun exit %d after every rank had finished (a process-group teardown; see %s): "
+                "the job's outputs are complete",
+                proc.returncode,
+                log_path,
+            )
         return json.loads((work / "result.json").read_text())
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def finished_marker(rank: int) -> str:
+    """The file a rank writes in the launch's folder once every rank's outputs are written (worker.py)."""
+    return f"finished-{rank}"
+
+
+def finished(work: Path, nproc: int) -> bool:
+    """Whether the job is complete: rank 0's result and every rank past the final barrier."""
+    return (work / "result.json").is_file() and all(
+        (work / finished_marker(r)).exists() for r in range(nproc)
+    )
 
 
 def _failure(error: dict[str, str] | None, code: int, log_path: Path, nproc: int) -> Exception:

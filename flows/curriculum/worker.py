@@ -13,13 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import NoReturn
 
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
-from flows.curriculum.launch import EventHandler, Events
+from flows.curriculum.launch import EventHandler, Events, finished_marker
 from flows.curriculum.mixture import run_data
 from flows.errors import M1Error
 from flows.model_settings import use_threads
@@ -63,9 +65,26 @@ def _worker(args: argparse.Namespace) -> None:
         if events is not None:
             events.write({"error": {"type": type(exc).__name__, "message": str(exc)}})
         sys.exit(2)
+    finish(ctx, work, result)
+
+
+def finish(ctx, work: Path, result: dict) -> NoReturn:
+    """End a rank whose job is done: rank 0 writes the result, every rank marks itself finished once all
+    have written their part, leaves the group and exits without the interpreter's teardown, in which gloo's
+    threads and static destructors can still abort a finished rank (SIGABRT, "terminate called without an
+    active exception"). The launcher takes a job whose ranks all got this far as complete."""
+    # heavy: torch
+    from m1model.rl import distributed
+
     if ctx.is_main:
         atomic_write_text(work / "result.json", json.dumps(result, default=str))
+    ctx.barrier()
+    (work / finished_marker(ctx.rank)).touch()
     distributed.shutdown()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> None:
