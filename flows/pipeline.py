@@ -1,6 +1,7 @@
 """The whole DAG, `m1 run`: the real flows, each called as a subflow (its own run in the Prefect UI):
 
     curate -> logic tasks -> code tasks -> SWE tasks -> general tasks + judge -> SFT warm start
+    (the judge trains in a child process from the start, beside the first four: flows/genrm/ahead.py)
            -> pass-rate filter -> evaluate (before) -> every curriculum stage -> evaluate (after) -> report
 
 No step exists twice: the subflows are the ones `m1 curate run`, `m1 tasks ...`, `m1 train curriculum`
@@ -26,6 +27,7 @@ from flows.curate.flow import preflight as curate_preflight
 from flows.curriculum.plan import active_curriculum, general_gate
 from flows.datasets import CODE, CURATED, GENERAL, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
 from flows.evaluate import evaluate
+from flows.genrm.ahead import judge_ahead
 from flows.genrm.serve import run_judge
 from flows.prerequisites import check as check_machine
 from flows.prerequisites import needed
@@ -86,7 +88,8 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
     store = DatasetStore(config.home)
     report = RunReport(name=config.name)
 
-    with shared_cluster(config.runner) as runner:  # one Dask cluster for every data subflow
+    # the judge trains beside curation and the producers, on the core they leave idle (flows/genrm/ahead.py)
+    with judge_ahead(config), shared_cluster(config.runner) as runner:  # one Dask cluster for the data
         data_config = config.model_copy(update={"runner": runner})
         curated = curate_flow(data_config, pass_rate=False)
         report.curation = curated["manifest"]

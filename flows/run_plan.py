@@ -26,7 +26,7 @@ from flows.datasets import CURATED, GENERAL, PRODUCERS, dataset_name, produced, 
 from flows.errors import InputError
 from flows.evaluate import evaluation_inputs
 from flows.genrm.files import judge_dir
-from flows.genrm.flow import judge_inputs_hash
+from flows.genrm.judge_cache import judge_inputs_hash
 from flows.lineage import fingerprint
 from flows.store import DatasetStore
 

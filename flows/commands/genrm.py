@@ -34,6 +34,15 @@ PairMethodOpt = Annotated[
     ),
 ]
 
+GradeViewsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--grade-views",
+        help="What a grade is against: reference, or both (also the question alone; the lower grade "
+        "counts); default: $M1_GENRM_GRADE_VIEWS, else reference.",
+    ),
+]
+
 
 def _config(config: Path | None, set_: list[str] | None):
     # heavy: pydantic; not at m1 start-up
@@ -131,6 +140,7 @@ def eval_cmd(
         typer.Option(min=1, help="Tokens per judgment (default: $M1_GENRM_MAX_TOKENS, else 512)."),
     ] = None,
     pair_method: PairMethodOpt = None,
+    grade_views: GradeViewsOpt = None,
     seed: int = 0,
     config: ConfigOpt = None,
     set_: SetOpt = None,
@@ -145,6 +155,7 @@ def eval_cmd(
 
     cfg = _config(config, set_)
     _check_pair_method(pair_method)
+    _check_grade_views(grade_views)
     if labels is not None:
         rows, bad = read_labels(labels)
     else:
@@ -170,6 +181,7 @@ def eval_cmd(
                 max_tokens=max_tokens,
                 pair_domains=pair_domain or PAIR_DOMAINS,
                 pair_method=pair_method,
+                grade_views=grade_views,
             )
         except EndpointError as exc:  # every judgment failed: a user error (a wrong URL, a dead server)
             raise InputError(str(exc)) from None
@@ -177,6 +189,14 @@ def eval_cmd(
     png = plot_eval(result, plot or (labels.with_suffix(".eval.png") if labels else Path("judge-eval.png")))
     console.print(f"plot: {png}")
     _table_artifact(result)
+
+
+def _check_grade_views(views: str | None) -> None:
+    # heavy: pydantic, httpx (the judge's options and endpoint); not at m1 start-up
+    from verifiers.genrm.options import GRADE_VIEWS
+
+    if views is not None and views not in GRADE_VIEWS:
+        raise InputError(f"--grade-views must be {' or '.join(GRADE_VIEWS)}, not {views!r}")
 
 
 def _check_pair_method(method: str | None) -> None:

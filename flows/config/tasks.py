@@ -123,7 +123,12 @@ class GenRMConfig(Section):
     )
     train_prompts: int = Field(120, ge=4, description="prompts per domain (math, logic, general) to train on")
     eval_prompts: int = Field(24, ge=2, description="held-out prompts per domain to evaluate on")
-    judge_steps: int = Field(300, ge=1, description="SFT steps of the judge")
+    judge_steps: int = Field(
+        450,
+        ge=1,
+        description="SFT steps of the judge (450: Best-of-8 past halfway on average over three seeds, where "
+        "300 fall short; `m1 run` trains it beside curation, flows/genrm/ahead.py)",
+    )
     judge_domains: list[Literal["math", "logic", "general"]] = Field(
         default_factory=lambda: ["general"],
         description="domains of the judge's labelled training and held-out responses (the curricula's judge "
@@ -149,7 +154,8 @@ class GenRMConfig(Section):
         description="the judge's pairwise examples: each response against its prompt's reference in one "
         "random order (reference) or in both (reference-swapped), or every two responses of a prompt in "
         "both orders (all-swapped, of pair_domains); or none: each response of pair_domains graded alone "
-        "against the question (pointwise), and the judge's pairs are judged that way (pair_method)",
+        "against the question (pointwise), and the judge's pairs are judged that way (pair_method) and "
+        "its grades against both the reference and the question, the lower counting (grade_views)",
     )
     pair_domains: list[str] = Field(
         default_factory=lambda: ["general"],
@@ -186,3 +192,9 @@ class GenRMConfig(Section):
     def pair_method(self) -> str:
         """How the judge this section trains judges a pair (`JudgeOptions.pair_method`)."""
         return "pointwise" if self.pair_training == "pointwise" else "pairwise"
+
+    @property
+    def grade_views(self) -> str:
+        """What the judge this section trains grades against (`JudgeOptions.grade_views`): a judge trained
+        on the pointwise examples also knows the question-only prompt, so it grades both ways."""
+        return "both" if self.pair_training == "pointwise" else "reference"

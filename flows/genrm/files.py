@@ -9,6 +9,7 @@ and the plot is an artifact. What is computed from the files is library code: ve
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,15 @@ def genrm_root(config: PipelineConfig) -> Path:
 
 def judge_dir(config: PipelineConfig) -> Path:
     return genrm_root(config) / "judge"
+
+
+def user_judge(config: PipelineConfig) -> tuple[str, str] | None:
+    """(url, model) of a judge the user points at (``M1_GENRM_URL``, ``M1_GENRM_MODEL``), or None when
+    none is set or the URL is this run's own judge, served by `served_judge`."""
+    url = os.environ.get("M1_GENRM_URL")
+    if not url or os.environ.get(SERVED_JUDGE_ENV) == str(judge_dir(config).resolve()):
+        return None
+    return url, os.environ.get("M1_GENRM_MODEL") or "default"
 
 
 def read_labels(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

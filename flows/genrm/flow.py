@@ -17,9 +17,7 @@ and returns the judge's checkpoint path with the evaluation. A training stage th
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -28,24 +26,21 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-import flows.genrm.general as general
-import flows.genrm.labels as labels
 import flows.genrm.train_judge as train
 import verifiers.genrm.evaluate as evaluate
-import verifiers.genrm.pair as pair
-import verifiers.genrm.prompts as prompts
 from flows.artifacts import artifact_key, embed_png
 from flows.atomic import atomic_write_text
 from flows.config import GenRMConfig, PipelineConfig
 from flows.datasets import GENERAL, dataset_name
 from flows.errors import InputError
-from flows.genrm.files import SERVED_JUDGE_ENV, genrm_root, judge_dir, plot_eval
+from flows.genrm.ahead import wait_for_judge
+from flows.genrm.files import genrm_root, judge_dir, plot_eval, user_judge
 from flows.genrm.general import general_items
+from flows.genrm.judge_cache import ensure_judge
 from flows.lineage import RELEASE, config_inputs
 from flows.model_settings import use_threads
 from flows.progress import prefect_progress
 from flows.store import DatasetStore
-from m1model.policy import checkpoint_id
 from verifiers.endpoint import EndpointError
 from verifiers.genrm.evaluate import JudgeEval
 
@@ -70,57 +65,6 @@ def write_general(config: PipelineConfig) -> str:
         record = store.record_built(name, general_tasks.name, manifest.version, wanted, {})
     store.make_latest(name, record["version"])
     return f"{name}@v{record['version']}"
-
-
-def judge_inputs_hash(g: GenRMConfig) -> str:
-    """What the judge checkpoint depends on: its training settings and the code that makes its data."""
-    settings = g.model_dump(
-        include={
-            "train_prompts",
-            "eval_prompts",
-            "judge_steps",
-            "judge_lr",
-            "judge_batch_size",
-            "judge_model",
-            "pair_training",
-            "pair_domains",
-            "judge_domains",
-            "rationale",
-            "pair_grades",
-            "k",
-            "judge_max_tokens",
-            "seed",
-        }
-    )
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
-    if g.judge_init:  # what the judge starts from: that checkpoint's recorded fingerprint, or its files
-        digest.update(checkpoint_id(g.judge_init).encode())
-    # evaluate and pair: the summary the gate reads (and how a pair is judged in it)
-    for module in (general, labels, train, prompts, evaluate, pair):
-        digest.update(Path(module.__file__).read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def ensure_judge(
-    folder: Path, g: GenRMConfig, on_step: Callable[[dict[str, float]], None] | None = None
-) -> tuple[dict[str, Any], bool]:
-    """(the judge's training summary, whether it was trained now). Cached by `judge_inputs_hash`."""
-    digest = judge_inputs_hash(g)
-    meta = folder / "training.json"
-    if meta.is_file() and (folder / train.HELDOUT).is_file():
-        judge = json.loads(meta.read_text()).get("judge", {})
-        if judge.get("inputs_hash") == digest:
-            return judge, False
-    return train.train_judge(folder, g, on_step=on_step, inputs_hash=digest), True
-
-
-def user_judge(config: PipelineConfig) -> tuple[str, str] | None:
-    """(url, model) of a judge the user points at (``M1_GENRM_URL``, ``M1_GENRM_MODEL``), or None when
-    none is set or the URL is this run's own judge, served by `served_judge`."""
-    url = os.environ.get("M1_GENRM_URL")
-    if not url or os.environ.get(SERVED_JUDGE_ENV) == str(judge_dir(config).resolve()):
-        return None
-    return url, os.environ.get("M1_GENRM_MODEL") or "default"
 
 
 def measured_judge(config: PipelineConfig) -> JudgeEval | None:
@@ -203,9 +147,21 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         logger.info("judge %s: measured on the held-out labels", where)
     else:
         folder = judge_dir(config)
-        summary, trained = ensure_judge(folder, g, on_step=_progress(g.judge_steps))
+        progress = _progress(g.judge_steps)
+        ahead = wait_for_judge(folder, progress)  # `m1 run` trains it from the start (flows/genrm/ahead.py)
+        if ahead is False:
+            logger.warning("judge: its training beside the run failed; training it now")
+        summary, trained = ensure_judge(folder, g, on_step=progress)
+        trained = trained or bool(ahead)
         where = f"`{folder}`"
-        logger.info("judge %s: %s", "trained" if trained else "reused (same inputs)", folder)
+        how = (
+            "trained beside the run's first flows"
+            if ahead
+            else "trained"
+            if trained
+            else "reused (same inputs)"
+        )
+        logger.info("judge %s: %s", how, folder)
         result = JudgeEval.from_dict(summary["eval"])  # measured through the server when it was trained
 
     png = plot_eval(result, genrm_root(config) / "eval.png", f"{config.name}: judge on held-out prompts")

@@ -34,11 +34,13 @@ def served_judge(
     export_env: bool = True,
     max_tokens: int | None = None,
     pair_method: str | None = None,
+    grade_views: str | None = None,
     startup_timeout_s: float = 180.0,
 ) -> Iterator[str]:
     """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it;
-    ``max_tokens`` and ``pair_method`` (how this judge was trained to judge a pair) are exported with the
-    URL (``M1_GENRM_MAX_TOKENS``, ``M1_GENRM_PAIR_METHOD``) when given."""
+    ``max_tokens``, ``pair_method`` and ``grade_views`` (how this judge was trained to judge a pair and a
+    grade) are exported with the URL (``M1_GENRM_MAX_TOKENS``, ``M1_GENRM_PAIR_METHOD``,
+    ``M1_GENRM_GRADE_VIEWS``) when given."""
     if not (Path(checkpoint) / "config.json").is_file():
         raise InputError(f"{checkpoint}: not a judge checkpoint (no config.json); run `m1 genrm train-judge`")
     args = ["serve", "model", "--checkpoint", str(checkpoint), "--model-name", MODEL_NAME]
@@ -53,6 +55,8 @@ def served_judge(
             exported["M1_GENRM_MAX_TOKENS"] = str(max_tokens)
         if pair_method is not None:
             exported["M1_GENRM_PAIR_METHOD"] = pair_method
+        if grade_views is not None:
+            exported["M1_GENRM_GRADE_VIEWS"] = grade_views
         saved = {k: os.environ.get(k) for k in exported}
         try:
             if export_env:
@@ -91,6 +95,7 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
         "model": MODEL_NAME,
         "max_tokens": config.genrm.judge_max_tokens,
         "pair_method": config.genrm.pair_method,
+        "grade_views": config.genrm.grade_views,
     }
     with served_judge(folder, port=config.genrm.port, export_env=False) as url:
         yield {name: options | own | {"url": url} for name in judged}
@@ -125,6 +130,7 @@ def run_judge(config) -> Iterator[None]:
                         port=config.genrm.port,
                         max_tokens=config.genrm.judge_max_tokens,
                         pair_method=config.genrm.pair_method,
+                        grade_views=config.genrm.grade_views,
                     )
                 )
                 started.append(True)

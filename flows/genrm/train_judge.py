@@ -267,6 +267,7 @@ def train_judge(
                 seed=cfg.seed,
                 max_tokens=cfg.judge_max_tokens,
                 pair_method=cfg.pair_method,
+                grade_views=cfg.grade_views,
             )
         except EndpointError as exc:  # every judgment failed: one line, as the CLI reports input errors
             raise InputError(str(exc)) from None
@@ -282,6 +283,7 @@ def train_judge(
         "seconds": time.perf_counter() - t0,
         "config": cfg.model_dump(),
         "pair_method": cfg.pair_method,
+        "grade_views": cfg.grade_views,
     }
     folder = save_policy(model, tokenizer, output, extra={"judge": summary, "sft": history})
     write_labels(folder / HELDOUT, test)

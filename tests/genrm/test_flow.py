@@ -125,6 +125,7 @@ def test_the_runs_own_judge_is_asked_for_a_short_answer_a_users_judge_is_not(
         assert set(options) == {"genrm"}
         assert options["genrm"]["max_tokens"] == config.genrm.judge_max_tokens == 16
         assert options["genrm"]["pair_method"] == "pointwise"  # as the run's judge was trained
+        assert options["genrm"]["grade_views"] == "both"
         assert options["genrm"]["model"] == "judge" and options["genrm"]["url"].startswith(
             "http://127.0.0.1:"
         )
@@ -162,5 +163,6 @@ def test_run_judge_serves_the_runs_judge_once_for_everything_inside(tiny_checkpo
         opts = JudgeOptions.resolve()
         assert (opts.url, opts.model, opts.max_tokens) == (url, "judge", 16)
         assert opts.pair_method == config.genrm.pair_method == "pointwise"  # as the judge was trained
+        assert opts.grade_views == config.genrm.grade_views == "both"
     assert "M1_GENRM_URL" not in os.environ and "M1_GENRM_MAX_TOKENS" not in os.environ
-    assert "M1_GENRM_PAIR_METHOD" not in os.environ
+    assert "M1_GENRM_PAIR_METHOD" not in os.environ and "M1_GENRM_GRADE_VIEWS" not in os.environ

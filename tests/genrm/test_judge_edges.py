@@ -171,7 +171,7 @@ def test_unknown_options_are_named_with_the_known_ones():
     known = "url, model, api, timeout_s, retries, concurrency"  # the endpoint's settings, then the judge's
     message = (
         f"unknown judge option(s): colour, size (known: {known}, "
-        "k, temperature, max_tokens, attempts, max_response_chars, constraint_weight, pair_method)"
+        "k, temperature, max_tokens, attempts, max_response_chars, constraint_weight, pair_method, grade_views)"
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         JudgeOptions.resolve(size=1, colour="blue")

@@ -11,7 +11,8 @@ import flows.genrm.train_judge as train_judge_module
 from flows.config import GenRMConfig, PipelineConfig
 from flows.errors import InputError
 from flows.genrm.files import read_candidates
-from flows.genrm.flow import ensure_judge, judge_inputs_hash, write_general
+from flows.genrm.flow import write_general
+from flows.genrm.judge_cache import ensure_judge, judge_inputs_hash
 from flows.genrm.train_judge import HELDOUT
 from flows.store import DatasetStore
 

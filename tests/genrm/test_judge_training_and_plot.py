@@ -62,6 +62,7 @@ def test_train_judge_on_a_tiny_config_saves_a_checkpoint_its_summary_and_the_hel
     assert summary["heldout_grades"] == dict(Counter(x.grade for x in test))
     assert summary["config"] == cfg.model_dump() and summary["pair_method"] == "pointwise"
     assert summary["eval"]["pairwise"]["method"] == "pointwise"  # measured the way it was trained
+    assert summary["grade_views"] == summary["eval"]["grade_views"] == "both"
     assert len(steps) == 1 and summary["final_loss"] == pytest.approx(steps[-1]["loss"])
     # every held-out response was put to the served judge (2 tokens cannot hold a grade: all fail)
     assert summary["eval"]["n"] + summary["eval"]["rejected"] == len(test)

@@ -92,6 +92,7 @@ class JudgeEval:
     # per domain: n, accuracy, majority (its commonest grade's share), balanced (with its 95% interval
     # low/high) and constant (any constant grade's balanced accuracy, 1/K)
     grade_by_domain: dict[str, dict[str, float]] = field(default_factory=dict)
+    grade_views: str = "reference"  # what each grade was against (`JudgeOptions.grade_views`)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> JudgeEval:
@@ -115,7 +116,12 @@ class JudgeEval:
                 "grade accuracy",
                 self.accuracy,
                 self.majority_baseline,
-                "baseline: always the commonest grade",
+                "baseline: always the commonest grade"
+                + (
+                    "; each grade the lower of two: against the reference, the question"
+                    if self.grade_views == "both"
+                    else ""
+                ),
             ),
             _row(
                 "grade balanced accuracy",
@@ -321,13 +327,15 @@ def evaluate_judge(
     pair_domains: Sequence[str] | None = PAIR_DOMAINS,
     max_pairs_per_class: int | None = MAX_PAIRS_PER_CLASS,
     pair_method: str | None = None,
+    grade_views: str | None = None,
 ) -> JudgeEval:
     """Grade every labelled response with `genrm-grade` at ``url`` and compute the report; with
     ``pairwise``, also judge the balanced pairwise set built from the rows of ``pair_domains``, the way
-    `genrm-pair` judges a pair (``pair_method``; None: ``M1_GENRM_PAIR_METHOD`` or pairwise).
+    `genrm-pair` judges a pair (``pair_method``; None: ``M1_GENRM_PAIR_METHOD`` or pairwise), each grade
+    against what ``grade_views`` says (None: ``M1_GENRM_GRADE_VIEWS`` or the reference).
     ``max_tokens`` per judgment: None takes ``M1_GENRM_MAX_TOKENS`` or the judges' default.
     An endpoint that failed every judgment is an `EndpointError` with the first one's message."""
-    judge = GradeJudge(url=url, model=model, k=k, max_tokens=max_tokens)
+    judge = GradeJudge(url=url, model=model, k=k, max_tokens=max_tokens, grade_views=grade_views)
     items = [{"prompt": r["question"], "reference": r["reference"], "response": r["response"]} for r in rows]
     rewards = judge.verify(items)
     if rewards and all("judge endpoint failed" in r.details.get("error", "") for r in rewards):
@@ -375,6 +383,7 @@ def evaluate_judge(
         balanced_accuracy=balanced_accuracy(labels, rounded)[0],
         length_slope=grade_length_slope(pred_s, truth_s, len_s),
         grade_by_domain=grade_by_domain,
+        grade_views=judge.opts.grade_views,
     )
     if pairwise:
         opts = JudgeOptions.resolve(url=url, model=model, max_tokens=max_tokens, pair_method=pair_method)

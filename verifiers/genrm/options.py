@@ -12,6 +12,7 @@
 | `max_response_chars`| `M1_GENRM_MAX_RESPONSE_CHARS` | 8000         | a longer response is cut (head + tail kept)    |
 | `constraint_weight` | `M1_GENRM_CONSTRAINT_WEIGHT`  | 0.5          | pairwise: weight of the `constraints` rules    |
 | `pair_method`       | `M1_GENRM_PAIR_METHOD`        | `pairwise`   | pairwise: `pairwise` (A/B prompt, both orders) or `pointwise` (each text graded alone) |
+| `grade_views`       | `M1_GENRM_GRADE_VIEWS`        | `reference`  | five grades: against the reference (`reference`), or also against the question alone, the lower grade counting (`both`) |
 | `timeout_s`         | `M1_GENRM_TIMEOUT_S`          | 120          | per request                                    |
 | `retries`           | `M1_GENRM_RETRIES`            | 3            | transport retries (connection errors, 429, 5xx)|
 | `concurrency`       | `M1_GENRM_CONCURRENCY`        | 16           | requests in flight                             |
@@ -33,6 +34,9 @@ ENV_PREFIX = "M1_GENRM_"
 # How a pair is judged: one prompt showing both texts, in both orders (M1 section 4.2.1), or each text
 # graded alone against the question and the grades compared (verifiers/genrm/pair.py)
 PAIR_METHODS = ("pairwise", "pointwise")
+# What a five-grade judgment is against: the reference (M1 section 4.2.1), or the reference and, in a
+# second judgment, the question alone, the lower grade counting (verifiers/genrm/grade.py)
+GRADE_VIEWS = ("reference", "both")
 
 
 class JudgeOptions(EndpointSettings):
@@ -48,6 +52,7 @@ class JudgeOptions(EndpointSettings):
     max_response_chars: int = 8000
     constraint_weight: float = 0.5
     pair_method: str = "pairwise"
+    grade_views: str = "reference"
 
     @classmethod
     def resolve(cls, **options: Any) -> JudgeOptions:
@@ -82,6 +87,8 @@ class JudgeOptions(EndpointSettings):
             raise ValueError("k, attempts, max_tokens and concurrency must be >= 1")
         if self.pair_method not in PAIR_METHODS:
             raise ValueError(f"pair_method must be {' or '.join(PAIR_METHODS)}, not {self.pair_method!r}")
+        if self.grade_views not in GRADE_VIEWS:
+            raise ValueError(f"grade_views must be {' or '.join(GRADE_VIEWS)}, not {self.grade_views!r}")
         if self.constraint_weight < 0:
             raise ValueError("constraint_weight must be >= 0")
         if self.max_response_chars < 200:

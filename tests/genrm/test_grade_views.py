@@ -1,0 +1,132 @@
+"""Grading against the reference and the question (`grade_views = "both"`, verifiers/genrm/grade.py):
+each response is graded twice, once against the reference and once against the question alone, and the
+lower grade counts; through `genrm-grade`, the judge evaluation, `m1 genrm eval --grade-views`, the
+option's checks, and the run's judge (which is trained on both prompts and asked both ways)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from flows.config import GenRMConfig
+from flows.genrm.labels import labelled_set, write_labels
+from tests.genrm.scripted import blocks, scripted_judge
+from verifiers.genrm.evaluate import evaluate_judge
+from verifiers.genrm.grade import GradeJudge
+from verifiers.genrm.options import JudgeOptions
+from verifiers.genrm.prompts import grade_prompt, point_prompt
+from verifiers.math import reference_answer
+
+M1 = [sys.executable, "-c", "from flows.cli import main; main()"]
+Q = "Ada has 3 apples and gets 4 more. How many?"
+ITEM = {"prompt": Q, "reference": "Ada has 3 + 4 = 7. The answer is 7."}
+
+
+def fooled_by_the_reference(message: str) -> str:
+    """Against the reference it calls everything right (a third of wrong facts get a 5, as the small judge
+    does); against the question alone it reads the fact."""
+    b = blocks(message)
+    if "reference" in b:
+        return "Grade: 5"
+    return "Grade: 5" if "7" in b["response"] else "Grade: 2"
+
+
+def test_both_views_grade_each_response_twice_and_the_lower_grade_counts():
+    items = [ITEM | {"response": "It is 7."}, ITEM | {"response": "It is 8."}]
+    with scripted_judge(fooled_by_the_reference) as (url, script):
+        right, wrong = GradeJudge(url=url, grade_views="both").verify(items)
+    answer = reference_answer(ITEM["reference"])  # what the five-grade prompt shows of the reference
+    assert sorted(script.messages) == sorted(
+        [grade_prompt(Q, answer, r)[0] for r in ("It is 7.", "It is 8.")]
+        + [point_prompt(Q, r)[0] for r in ("It is 7.", "It is 8.")]
+    )
+    assert right.reward == 1.0 and right.details["grades"] == [5] and right.details["question_grades"] == [5]
+    assert wrong.details["grade"] == 2 and wrong.reward == 0.25
+    assert wrong.details["grades"] == [5] and wrong.details["question_grades"] == [2]
+
+
+def test_the_reference_view_alone_is_the_default_and_asks_once():
+    with scripted_judge(fooled_by_the_reference) as (url, script):
+        (r,) = GradeJudge(url=url).verify([ITEM | {"response": "It is 8."}])
+    assert len(script.messages) == 1 and "<reference>" in script.messages[0]
+    assert r.reward == 1.0 and "question_grades" not in r.details
+
+
+def test_a_view_the_judge_cannot_grade_is_an_error_not_a_grade():
+    def no_grade_without_reference(message: str) -> str:
+        return "Grade: 4" if "reference" in blocks(message) else "I cannot say"
+
+    with scripted_judge(no_grade_without_reference) as (url, _):
+        (r,) = GradeJudge(url=url, grade_views="both", attempts=2).verify([ITEM | {"response": "7"}])
+    assert r.reward == 0 and "no grade 1-5 in its reply after 2 attempt(s)" in r.details["error"]
+    assert r.details["grades"] == [4] and r.details["reply"] == "I cannot say"
+
+
+def test_k_samples_are_averaged_per_view_before_the_lower_is_taken():
+    calls = {"point": 0}
+
+    def unsure_alone(message: str) -> str:  # against the question: 5 then 3; against the reference: 4
+        if "reference" in blocks(message):
+            return "Grade: 4"
+        calls["point"] += 1
+        return "Grade: 5" if calls["point"] % 2 else "Grade: 3"
+
+    with scripted_judge(unsure_alone) as (url, _):
+        (r,) = GradeJudge(url=url, grade_views="both", k=2).verify([ITEM | {"response": "7"}])
+    assert r.details["grade"] == 4.0  # min(mean(4, 4), mean(5, 3))
+
+
+def test_the_evaluation_grades_both_ways_and_says_so():
+    rows = [x.as_row() for x in labelled_set(0, 0, 8, seed=5)]
+    truth = {(r["question"], r["response"]): r["grade"] for r in rows}
+
+    def reads_the_question(message: str) -> str:  # a 5 beside the reference, the true grade without it
+        b = blocks(message)
+        return "Grade: 5" if "reference" in b else f"Grade: {truth[b['question'], b['response']]}"
+
+    with scripted_judge(reads_the_question) as (url, _):
+        one = evaluate_judge(url, rows, ns=(8,), draws=5, pairwise=False, grade_views="reference")
+        two = evaluate_judge(url, rows, ns=(8,), draws=5, pairwise=False, grade_views="both")
+    assert (one.grade_views, two.grade_views) == ("reference", "both")
+    assert set(one.confusion[2]) == {"5"}  # against the reference alone, every wrong answer is a 5
+    note = next(r["note"] for r in two.table() if r["metric"] == "grade accuracy")
+    assert "lower of two" in note
+    assert two.accuracy == 1.0 and two.best_of(8)["judge"] == 1.0
+    assert one.best_of(8)["judge"] == pytest.approx(one.best_of(8)["random"], abs=0.15)
+
+
+def test_the_option_is_checked_by_name_read_from_the_environment_and_follows_the_training(monkeypatch):
+    with pytest.raises(ValueError, match="grade_views must be reference or both"):
+        JudgeOptions.resolve(url="http://x/v1", grade_views="question")
+    assert JudgeOptions.resolve(url="http://x/v1").grade_views == "reference"
+    monkeypatch.setenv("M1_GENRM_GRADE_VIEWS", "both")
+    assert JudgeOptions.resolve(url="http://x/v1").grade_views == "both"
+    # the run's judge knows the question-only prompt only when it trained on the pointwise examples
+    assert GenRMConfig().grade_views == "both"
+    assert GenRMConfig(pair_training="reference").grade_views == "reference"
+
+
+def test_eval_cli_takes_the_views_and_refuses_unknown_ones(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    write_labels(path, labelled_set(0, 0, 6, seed=3))
+    bad = subprocess.run(
+        [*M1, "genrm", "eval", "--endpoint", "http://127.0.0.1:9/v1", "--labels", str(path)]
+        + ["--grade-views", "all"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert bad.returncode == 2 and "--grade-views must be reference or both" in bad.stderr
+    with scripted_judge(fooled_by_the_reference) as (url, script):
+        proc = subprocess.run(
+            [*M1, "genrm", "eval", "--endpoint", url, "--labels", str(path), "--grade-views", "both"]
+            + ["--no-pairwise"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "lower of two" in proc.stdout
+    assert any("<reference>" not in m for m in script.messages)
