@@ -1,17 +1,14 @@
 """Grading against the reference and the question (`grade_views = "both"`, verifiers/genrm/grade.py):
 each response is graded twice, once against the reference and once against the question alone, and the
 lower grade counts; through `genrm-grade`, the judge evaluation, `m1 genrm eval --grade-views`, the
-option's checks, and the run's judge (which is trained on both prompts and asked both ways)."""
+option's checks (the CLI's flag: test_pointwise_pairs.py), and the run's judge (which is trained on both prompts and asked both ways)."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import pytest
 
 from flows.config import GenRMConfig
-from flows.genrm.labels import labelled_set, write_labels
+from flows.genrm.labels import labelled_set
 from tests.genrm.scripted import blocks, scripted_judge
 from verifiers.genrm.evaluate import evaluate_judge
 from verifiers.genrm.grade import GradeJudge
@@ -19,7 +16,6 @@ from verifiers.genrm.options import JudgeOptions
 from verifiers.genrm.prompts import grade_prompt, point_prompt
 from verifiers.math import reference_answer
 
-M1 = [sys.executable, "-c", "from flows.cli import main; main()"]
 Q = "Ada has 3 apples and gets 4 more. How many?"
 ITEM = {"prompt": Q, "reference": "Ada has 3 + 4 = 7. The answer is 7."}
 
@@ -106,27 +102,3 @@ def test_the_option_is_checked_by_name_read_from_the_environment_and_follows_the
     # the run's judge knows the question-only prompt only when it trained on the pointwise examples
     assert GenRMConfig().grade_views == "both"
     assert GenRMConfig(pair_training="reference").grade_views == "reference"
-
-
-def test_eval_cli_takes_the_views_and_refuses_unknown_ones(tmp_path):
-    path = tmp_path / "labels.jsonl"
-    write_labels(path, labelled_set(0, 0, 6, seed=3))
-    bad = subprocess.run(
-        [*M1, "genrm", "eval", "--endpoint", "http://127.0.0.1:9/v1", "--labels", str(path)]
-        + ["--grade-views", "all"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert bad.returncode == 2 and "--grade-views must be reference or both" in bad.stderr
-    with scripted_judge(fooled_by_the_reference) as (url, script):
-        proc = subprocess.run(
-            [*M1, "genrm", "eval", "--endpoint", url, "--labels", str(path), "--grade-views", "both"]
-            + ["--no-pairwise"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert proc.returncode == 0, proc.stderr
-    assert "lower of two" in proc.stdout
-    assert any("<reference>" not in m for m in script.messages)

@@ -135,26 +135,47 @@ def test_the_method_is_an_option_checked_by_name_and_read_from_the_environment(m
     assert GenRMConfig(pair_training="reference").pair_method == "pairwise"
 
 
-def test_eval_cli_takes_the_method_and_refuses_an_unknown_one(tmp_path):
+@pytest.mark.parametrize(
+    ("flag", "good", "refusal"),
+    [
+        ("--pair-method", "pointwise", "--pair-method must be pairwise or pointwise"),
+        ("--grade-views", "both", "--grade-views must be reference or both"),
+    ],
+)
+def test_eval_cli_takes_the_judging_options_and_refuses_unknown_ones(tmp_path, flag, good, refusal):
     path = tmp_path / "labels.jsonl"
     write_labels(path, labelled_set(0, 0, 6, seed=3))
     bad = subprocess.run(
-        [*M1, "genrm", "eval", "--endpoint", "http://127.0.0.1:9/v1", "--labels", str(path)]
-        + ["--pair-method", "sideways"],
+        [
+            *M1,
+            "genrm",
+            "eval",
+            "--endpoint",
+            "http://127.0.0.1:9/v1",
+            "--labels",
+            str(path),
+            flag,
+            "sideways",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert bad.returncode == 2 and "--pair-method must be pairwise or pointwise" in bad.stderr
+    assert bad.returncode == 2 and refusal in bad.stderr
     with scripted_judge(lambda m: "Grade: 4") as (url, script):
         proc = subprocess.run(
-            [*M1, "genrm", "eval", "--endpoint", url, "--labels", str(path), "--pair-method", "pointwise"],
+            [*M1, "genrm", "eval", "--endpoint", url, "--labels", str(path), flag, good],
             capture_output=True,
             text=True,
             timeout=300,
         )
     assert proc.returncode == 0, proc.stderr
-    assert "by construction" in proc.stdout and not any("response_a" in m for m in script.messages)
+    if flag == "--pair-method":  # each text graded alone: no A/B prompt, and the table says why
+        assert "by construction" in proc.stdout and not any("response_a" in m for m in script.messages)
+    else:  # every response graded twice, once without the reference, and the table says so
+        assert "lower of two" in proc.stdout
+        without = [m for m in script.messages if "<reference>" not in m and "response_a" not in m]
+        assert len(without) == len([m for m in script.messages if "<reference>" in m])
 
 
 def _lab(pid: str, response: str, grade: int, domain: str = "general") -> Labelled:
