@@ -152,15 +152,11 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         if ahead is False:
             logger.warning("judge: its training beside the run failed; training it now")
         summary, trained = ensure_judge(folder, g, on_step=progress)
-        trained = trained or bool(ahead)
+        if ahead:
+            trained, how = True, "trained beside the run's first flows"
+        else:
+            how = "trained" if trained else "reused (same inputs)"
         where = f"`{folder}`"
-        how = (
-            "trained beside the run's first flows"
-            if ahead
-            else "trained"
-            if trained
-            else "reused (same inputs)"
-        )
         logger.info("judge %s: %s", how, folder)
         result = JudgeEval.from_dict(summary["eval"])  # measured through the server when it was trained
 

@@ -5,7 +5,7 @@ The judge sees the question, the reference's final answer and the response, and 
 With ``grade_views = "both"`` the response is also graded against the question alone (the pointwise
 prompt, no reference), and the lower of the two mean grades counts: a response is as good as the stricter
 of two judgments that err apart (a small judge misses a changed fact in one and not the other: on the
-run's judge, Best-of-8 0.69 -> 0.79 over three seeds, flows/genrm/README.md).
+run's judge, Best-of-8 0.69 -> 0.80 over three seeds, flows/genrm/README.md).
 
     reward = (grade - 1) / 4   in [0, 1]
 
@@ -50,10 +50,8 @@ class GradeJudge(EndpointJudge):
             )
             prompts.append(text)
             cuts.append(cut)
-            if both:
-                text, cut = point_prompt(question, response, self.opts.budget)
-                prompts.append(text)
-                cuts[-1] = {k: max(v, cut.get(k, 0)) for k, v in cut.items() | cuts[-1].items()}
+            if both:  # its cuts are the grade prompt's: the same question and response, the same budget
+                prompts.append(point_prompt(question, response, self.opts.budget)[0])
         if prompts:
             try:
                 judged = ask(self.opts, prompts, parse_grade)
