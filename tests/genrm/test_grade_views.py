@@ -1,18 +1,16 @@
 """Grading against the reference and the question (`grade_views = "both"`, verifiers/genrm/grade.py):
 each response is graded twice, once against the reference and once against the question alone, and the
 lower grade counts; through `genrm-grade`, the judge evaluation, `m1 genrm eval --grade-views`, the
-option's checks (the CLI's flag: test_pointwise_pairs.py), and the run's judge (which is trained on both prompts and asked both ways)."""
+option's checks and the CLI's flag (both in test_pointwise_pairs.py, beside the pair method's), and the run's judge (which is trained on both prompts and asked both ways)."""
 
 from __future__ import annotations
 
 import pytest
 
-from flows.config import GenRMConfig
 from flows.genrm.labels import labelled_set
 from tests.genrm.scripted import blocks, scripted_judge
 from verifiers.genrm.evaluate import evaluate_judge
 from verifiers.genrm.grade import GradeJudge
-from verifiers.genrm.options import JudgeOptions
 from verifiers.genrm.prompts import grade_prompt, point_prompt
 from verifiers.math import reference_answer
 
@@ -91,14 +89,3 @@ def test_the_evaluation_grades_both_ways_and_says_so():
     assert "lower of two" in note
     assert two.accuracy == 1.0 and two.best_of(8)["judge"] == 1.0
     assert one.best_of(8)["judge"] == pytest.approx(one.best_of(8)["random"], abs=0.15)
-
-
-def test_the_option_is_checked_by_name_read_from_the_environment_and_follows_the_training(monkeypatch):
-    with pytest.raises(ValueError, match="grade_views must be reference or both"):
-        JudgeOptions.resolve(url="http://x/v1", grade_views="question")
-    assert JudgeOptions.resolve(url="http://x/v1").grade_views == "reference"
-    monkeypatch.setenv("M1_GENRM_GRADE_VIEWS", "both")
-    assert JudgeOptions.resolve(url="http://x/v1").grade_views == "both"
-    # the run's judge knows the question-only prompt only when it trained on the pointwise examples
-    assert GenRMConfig().grade_views == "both"
-    assert GenRMConfig(pair_training="reference").grade_views == "reference"

@@ -125,14 +125,24 @@ def test_a_pointwise_judge_that_reads_nothing_is_refused(reply):
         assert p["recall"] == {"response wins": 0.0, "tie": 1.0, "reference wins": 0.0}
 
 
-def test_the_method_is_an_option_checked_by_name_and_read_from_the_environment(monkeypatch):
-    with pytest.raises(ValueError, match="pair_method must be pairwise or pointwise"):
-        JudgeOptions.resolve(url="http://x/v1", pair_method="sideways")
-    assert JudgeOptions.resolve(url="http://x/v1").pair_method == "pairwise"
-    monkeypatch.setenv("M1_GENRM_PAIR_METHOD", "pointwise")
-    assert JudgeOptions.resolve(url="http://x/v1").pair_method == "pointwise"
-    assert GenRMConfig(pair_training="pointwise").pair_method == "pointwise"
-    assert GenRMConfig(pair_training="reference").pair_method == "pairwise"
+@pytest.mark.parametrize(
+    ("option", "default", "chosen", "refusal", "after_reference_training"),
+    [
+        ("pair_method", "pairwise", "pointwise", "pair_method must be pairwise or pointwise", "pairwise"),
+        ("grade_views", "reference", "both", "grade_views must be reference or both", "reference"),
+    ],
+)
+def test_the_judging_options_are_checked_by_name_read_from_the_environment_and_follow_the_training(
+    monkeypatch, option, default, chosen, refusal, after_reference_training
+):
+    with pytest.raises(ValueError, match=refusal):
+        JudgeOptions.resolve(url="http://x/v1", **{option: "sideways"})
+    assert getattr(JudgeOptions.resolve(url="http://x/v1"), option) == default
+    monkeypatch.setenv(f"M1_GENRM_{option.upper()}", chosen)
+    assert getattr(JudgeOptions.resolve(url="http://x/v1"), option) == chosen
+    # the run's judge is asked the way it trained: the pointwise examples teach the question-only prompt
+    assert getattr(GenRMConfig(pair_training="pointwise"), option) == chosen
+    assert getattr(GenRMConfig(pair_training="reference"), option) == after_reference_training
 
 
 @pytest.mark.parametrize(
