@@ -80,11 +80,13 @@ READS: dict[str, tuple[str, ...]] = {
         "train.grad_clip",
         "train.seed",
         "eval.fraction",  # the split: the base trains on the rest
+        "eval.fractions",
         "curate.minhash",  # the curriculum's datasets are deduplicated against each other with it
     ),
     "stage": (
         "train",  # the stage's effective settings (the curriculum's and the stage's overrides applied)
         "eval.fraction",
+        "eval.fractions",
         "curate.minhash",
         "plugin_dirs",
         "genrm.k",
@@ -93,6 +95,7 @@ READS: dict[str, tuple[str, ...]] = {
     ),
     "evaluation": (
         "eval.fraction",
+        "eval.fractions",
         "eval.n_items",
         "eval.max_new_tokens",
         "curate.minhash",

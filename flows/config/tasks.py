@@ -116,10 +116,11 @@ class GenRMConfig(Section):
         "the reference, the first shown, the longer text, random; grades: a constant grade)",
     )
     general_items: int = Field(
-        800,
+        1000,
         ge=1,
         description="open-ended items written to {run}-general (with 200 the policy's warm start learns "
-        "their templates but not to carry a prompt's facts into its answer: flows/genrm/README.md)",
+        "their templates but not to carry a prompt's facts into its answer; 1000 with `eval.fractions` "
+        "general 0.3 train on about 700, as 800 at 0.1 did, and hold out about 300: flows/genrm/README.md)",
     )
     train_prompts: int = Field(120, ge=4, description="prompts per domain (math, logic, general) to train on")
     eval_prompts: int = Field(24, ge=2, description="held-out prompts per domain to evaluate on")

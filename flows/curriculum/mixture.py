@@ -56,9 +56,11 @@ def load_data(
     run: str,
     heldout_fraction: float,
     minhash: MinhashConfig | None = None,
+    domain_fractions: Mapping[str, float] | None = None,
 ) -> CurriculumData:
     """Every item of the curriculum's datasets (latest versions), without the duplicates of an earlier
-    dataset's items (`minhash`: `curate.minhash`), split into train and held-out."""
+    dataset's items (`minhash`: `curate.minhash`), split into train and held-out: ``heldout_fraction`` of
+    each domain, or its share in ``domain_fractions``."""
     frames, refs = [], []
     for name in curriculum.dataset_names(run):
         require_dataset(store, curriculum, name)
@@ -73,23 +75,31 @@ def load_data(
         frames.append((name, valid))
     kept, overlaps = separate_overlaps(frames, minhash or MinhashConfig())
     df = pl.concat(kept, how="diagonal_relaxed")
-    held = heldout_mask(df["id"], heldout_fraction)
+    shares = domain_fractions or {}
+    held = heldout_mask(df["id"], [shares.get(d, heldout_fraction) for d in df["domain"]])
     return CurriculumData(df.filter(~held), df.filter(held), refs, overlaps)
 
 
 def run_data(config, curriculum: Curriculum, store: DatasetStore | None = None) -> CurriculumData:
-    """`load_data` as a run's config asks for it: its name, held-out fraction and MinHash settings."""
+    """`load_data` as a run's config asks for it: its name, held-out shares and MinHash settings."""
     store = store or DatasetStore(config.home)
-    return load_data(store, curriculum, config.name, config.eval.fraction, config.curate.minhash)
+    return load_data(
+        store, curriculum, config.name, config.eval.fraction, config.curate.minhash, config.eval.fractions
+    )
 
 
-def heldout_mask(ids: pl.Series, fraction: float) -> pl.Series:
-    """True for the items of the validation split: a stable hash of the id below ``fraction``."""
-    cut = int(fraction * 2**32)
+def heldout_mask(ids: pl.Series, fraction: float | Sequence[float]) -> pl.Series:
+    """True for the items of the validation split: a stable hash of the id below ``fraction`` (one share
+    for every id, or one per id). An item held out at one share is held out at every larger one."""
+    shares = [fraction] * len(ids) if isinstance(fraction, int | float) else fraction
     return pl.Series(
-        [int.from_bytes(hashlib.blake2b(str(i).encode(), digest_size=4).digest(), "big") < cut for i in ids],
+        [_hash(str(i)) < int(f * 2**32) for i, f in zip(ids, shares, strict=True)],
         dtype=pl.Boolean,
     )
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big")
 
 
 def mixture_key(domain: str, task: str | None, mixture: dict[str, float]) -> str | None:

@@ -67,6 +67,8 @@ def candidates(annotation, value) -> list[Any]:
             return [list(get_args(arg))[:1]]
         return [[*(value or []), "extra"], []]
     if origin is dict:
+        if args[1] is float:  # a share per name
+            return [{**(value or {}), "extra": 0.5}]
         return [{**(value or {}), "prompt": "question"}]
     if origin is tuple:
         return [(1, 3), (2, 2)]

@@ -47,6 +47,17 @@ def test_a_larger_fraction_holds_out_more_and_keeps_what_a_smaller_one_held():
     assert not (small & ~large).any()  # nested: raising the fraction only adds items
 
 
+def test_a_share_per_id_holds_out_each_at_its_own_share():
+    shares = [0.1 if i % 2 else 0.4 for i in range(len(IDS))]
+    held = heldout_mask(IDS, shares)
+    assert held[1::2].mean() == pytest.approx(0.1, abs=0.015) and held[::2].mean() == pytest.approx(
+        0.4, abs=0.015
+    )
+    assert held[1::2].to_list() == heldout_mask(IDS[1::2], 0.1).to_list()  # the same hash, only the cut moves
+    with pytest.raises(ValueError):
+        heldout_mask(IDS[:3], [0.1, 0.2])  # a share per id or one for all, never a short list
+
+
 # -- validation over sets of different sizes -----------------------------------------------------------
 
 

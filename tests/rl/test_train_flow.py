@@ -344,3 +344,19 @@ def test_bundled_curricula_name_real_verifiers_and_datasets(name):
         assert kind in KINDS and (kind == "curated" or kind in PRODUCERS), template
     domains = {key.split("/")[0] for stage in cur.stages for key in stage.mixture}
     assert domains <= set(cur.verifiers), domains - set(cur.verifiers)
+
+
+def test_a_domain_share_holds_out_more_of_that_domain_and_nothing_else_moves(setup):
+    """`eval.fractions` (general 0.3 by default): one domain held out at its own share; the others keep
+    the `eval.fraction` split, and what 0.1 held out stays held out at the larger share."""
+    general = items(400, domain="general").with_columns(("g" + pl.col("id")).alias("id"))
+    DatasetStore().write("t-curated", pl.concat([items(400), general]))
+    cur = load_curriculum(setup.train.curriculum)
+    flat = load_data(DatasetStore(), cur, "t", 0.1)
+    shared = load_data(DatasetStore(), cur, "t", 0.1, domain_fractions={"general": 0.3})
+    share = {d: shared.heldout.filter(pl.col("domain") == d).height / 400 for d in ("math", "general")}
+    assert 0.05 < share["math"] < 0.15 and 0.22 < share["general"] < 0.38
+    math = pl.col("domain") == "math"
+    assert shared.heldout.filter(math).equals(flat.heldout.filter(math))
+    assert set(flat.heldout["id"]) <= set(shared.heldout["id"])
+    assert shared.train.height + shared.heldout.height == 800
