@@ -202,7 +202,7 @@ def length_bias_notes(history: Sequence[Mapping[str, float]], domains: Sequence[
             f"length-bias monitor ({domain}): mean length {first[f'{p}/length']:.1f}{_ratio(first, p)} -> "
             f"{last[f'{p}/length']:.1f}{_ratio(last, p)} tokens, the judge's reward {_pair(reward)} and "
             f"rule-verified success {_pair(success)} (first and last third of the steps), the judge's "
-            f"reward-length Spearman {corr:+.2f} on average; {said}"
+            f"reward-length Spearman {corr:+.2f} on average{_order(rows, p)}; {said}"
         )
         if reward and success and reward[1] - reward[0] >= GAP and success[1] - success[0] < GAP / 2:
             line += (
@@ -211,6 +211,21 @@ def length_bias_notes(history: Sequence[Mapping[str, float]], domains: Sequence[
             )
         out.append(line)
     return out
+
+
+def _order(rows: Sequence[Mapping[str, float]], p: str) -> str:
+    """How the judge ordered the pairs of one prompt's rollouts that the success rule tells apart, over the
+    stage (m1model/rl/length_bias.py `rule_order`); empty when the rule told none apart."""
+    right, wrong, tied = (
+        int(sum(h.get(f"{p}/pairs_{k}", 0) for h in rows)) for k in ("right", "wrong", "tied")
+    )
+    if not right + wrong + tied:
+        return ""
+    share = (right + tied / 2) / (right + wrong + tied)
+    return (
+        f"; of its rollouts' pairs that the rule tells apart the judge orders {right} as the rule does, "
+        f"{wrong} the other way and ties {tied} ({share:.2f}, ties as half; 0.5 is no signal)"
+    )
 
 
 GAP = 0.05  # a rise in the judge's mean reward (on its 0-1 scale) that is more than one step's noise

@@ -41,6 +41,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any, Literal
 
 import numpy as np
@@ -102,6 +103,7 @@ class _Record:
     reward: float  # after shaping, normalisation and clipping: what the policy is trained on
     success: float | None
     ref_len: int | None
+    group: int  # responses to the same prompt share it: the judge's order is compared within a group
 
 
 @dataclass
@@ -129,6 +131,7 @@ class LengthBias:
         self.trends: dict[str, DomainTrend] = defaultdict(DomainTrend)
         self._records: list[_Record] = []
         self._ref_len: dict[str, int] = {}
+        self._groups_seen = 0
 
     # -- the reward side ---------------------------------------------------------------------------------
 
@@ -178,10 +181,22 @@ class LengthBias:
         successes: Sequence[float | None] = [None] * len(items)
         if self.success is not None:
             successes = self.success(items, [self.decode(r) for r in responses])
-        for item, resp, r, s, ok in zip(items, responses, raw, shaped, successes, strict=True):
+        groups = {i: n for n, group in enumerate(_groups(items, list(range(len(items))))) for i in group}
+        for i, (item, resp, r, s, ok) in enumerate(
+            zip(items, responses, raw, shaped, successes, strict=True)
+        ):
             self._records.append(
-                _Record(str(item.get("domain", "?")), len(resp), r, s, ok, self.reference_length(item))
+                _Record(
+                    str(item.get("domain", "?")),
+                    len(resp),
+                    r,
+                    s,
+                    ok,
+                    self.reference_length(item),
+                    self._groups_seen + groups[i],
+                )
             )
+        self._groups_seen += len(items)
 
     # -- the monitor ------------------------------------------------------------------------------------
 
@@ -220,6 +235,8 @@ class LengthBias:
         }
         if checked:
             m[f"{p}/success"] = success
+            right, wrong, tied = rule_order(recs)
+            m |= {f"{p}/pairs_right": right, f"{p}/pairs_wrong": wrong, f"{p}/pairs_tied": tied}
         if ratio is not None:
             m[f"{p}/length_ratio"] = ratio
         if len(t.lengths) >= cfg.window:
@@ -257,6 +274,23 @@ class LengthBias:
             raise LengthSeeking(what + " (length_bias.on_alarm = stop)")
         if cfg.on_alarm == "lower_weight":
             lower_domain_weight(trainer, domain, cfg.weight_factor)
+
+
+def rule_order(recs: Sequence[_Record]) -> tuple[int, int, int]:
+    """Of the pairs of responses to one prompt that the success rule tells apart, how many the judge's
+    raw reward orders as the rule does, the other way, or ties: whether the group-relative advantages the
+    policy trains on point where the rule does, which a mean reward rising beside success cannot show."""
+    by_group: dict[int, list[_Record]] = defaultdict(list)
+    for r in recs:
+        if r.success is not None:
+            by_group[r.group].append(r)
+    right = wrong = tied = 0
+    for group in by_group.values():
+        for a, b in combinations(group, 2):
+            if a.success != b.success:
+                d = (a.raw - b.raw) * (a.success - b.success)
+                right, wrong, tied = right + (d > 0), wrong + (d < 0), tied + (d == 0)
+    return right, wrong, tied
 
 
 def lower_domain_weight(trainer, domain: str, factor: float) -> None:

@@ -78,6 +78,28 @@ def test_no_alarm_when_success_grows_with_length():
     assert m["length_bias/general/success_trend"] > 0 and m["length_bias/general/alarm"] == 0
 
 
+def test_the_monitor_counts_how_the_judge_orders_each_prompts_responses_against_the_rule():
+    """Within a prompt's group only: two prompts, the second's responses all judged higher, must not count
+    as the judge agreeing with the rule across prompts."""
+    lb = LengthBias(
+        length_bias_settings(LengthBiasConfig()),
+        decode=_words,
+        success=lambda items, texts: [float(t.startswith("1")) for t in texts],
+    )
+    judged = [0.9, 0.1, 0.5, 0.5, 1.0, 1.0, 0.2, 0.8]  # prompt a: right, tied; prompt b: tied, wrong
+    fn = lb.wrap(lambda items, responses: judged)
+    a, b = dict(ITEM), dict(ITEM)
+    fn([a] * 4 + [b] * 4, [[1], [2], [1], [2], [1], [2], [1], [2]])
+    m = lb.hook(_Trainer(), None)
+    # a (rule: 1 0 1 0): 0.9 > 0.1, 0.9 > 0.5, 0.5 > 0.1 right, 0.5 = 0.5 tied
+    # b (rule: 1 0 1 0): 1.0 = 1.0 tied, 1.0 > 0.8 right, 0.2 < 1.0 and 0.2 < 0.8 wrong
+    assert (m["length_bias/general/pairs_right"], m["length_bias/general/pairs_wrong"]) == (4, 2)
+    assert m["length_bias/general/pairs_tied"] == 2
+    no_rule = LengthBias(length_bias_settings(LengthBiasConfig()))
+    no_rule.wrap(lambda items, responses: judged)([a] * 8, [[1]] * 8)
+    assert "length_bias/general/pairs_right" not in no_rule.hook(_Trainer(), None)
+
+
 def test_spearman_edge_cases():
     assert spearman([1, 1, 1], [1, 2, 3]) == 0.0
     assert spearman([1, 2, 3, 4], [2, 4, 6, 9]) == pytest.approx(1.0)

@@ -219,7 +219,20 @@ def test_the_note_says_when_the_judges_reward_rises_and_rule_verified_success_do
     learning = run([0.45, 0.46, 0.5, 0.55, 0.58, 0.6], [0.2, 0.2, 0.25, 0.3, 0.3, 0.32])
     assert "0.20 -> 0.31" in learning and "not what the rule checks" not in learning
     flat = run([0.45, 0.46, 0.47, 0.45, 0.46, 0.47], [0.2] * 6)
-    assert "not what the rule checks" not in flat
+    assert "not what the rule checks" not in flat and "tells apart" not in flat  # no pairs counted: no clause
+
+
+def test_the_note_says_how_the_judge_ordered_the_rollouts_the_rule_tells_apart():
+    history = [
+        {"step": i + 1, "length_bias/general/length": 20.0, "length_bias/general/pairs_right": r,
+         "length_bias/general/pairs_wrong": w, "length_bias/general/pairs_tied": t}
+        for i, (r, w, t) in enumerate([(3, 1, 4), (2, 0, 6)])
+    ]  # fmt: skip
+    (note,) = report.length_bias_notes(history, ["general"])
+    assert (
+        "of its rollouts' pairs that the rule tells apart the judge orders 5 as the rule does, 1 the other "
+        "way and ties 10 (0.62, ties as half; 0.5 is no signal)" in note
+    )
 
 
 def test_the_stage_report_lists_validation_warnings_notes_and_plots(tmp_path):
