@@ -13,7 +13,7 @@ import torch
 
 from flows.config import load_config
 from flows.curriculum import bundled, load_curriculum
-from flows.curriculum.mixture import CurriculumData, load_data, mixture_weights, stage_items
+from flows.curriculum.mixture import CurriculumData, load_data, mixture_weights, run_data, stage_items
 from flows.errors import ConfigError, InputError
 from flows.schema import ITEM_COLUMNS
 from flows.store import DatasetStore
@@ -360,3 +360,9 @@ def test_a_domain_share_holds_out_more_of_that_domain_and_nothing_else_moves(set
     assert shared.heldout.filter(math).equals(flat.heldout.filter(math))
     assert set(flat.heldout["id"]) <= set(shared.heldout["id"])
     assert shared.train.height + shared.heldout.height == 800
+    # what a run reads: the config's shares (general 0.3 by default), and a user's override of them
+    assert run_data(setup, cur).heldout.equals(shared.heldout)
+    wider = load_config(
+        None, ["name=t", f"train.curriculum={setup.train.curriculum}", "eval.fractions.general=0.5"]
+    )
+    assert 0.42 < run_data(wider, cur).heldout.filter(pl.col("domain") == "general").height / 400 < 0.58
