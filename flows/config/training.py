@@ -195,6 +195,3 @@ class EvalConfig(Section):
         if bad := {d: f for d, f in value.items() if not 0 < f < 1}:
             raise ValueError(f"held-out shares must lie strictly between 0 and 1: {bad}")
         return value
-
-    def fraction_of(self, domain: str) -> float:
-        return self.fractions.get(domain, self.fraction)
