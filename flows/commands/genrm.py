@@ -51,15 +51,20 @@ def _config(config: Path | None, set_: list[str] | None):
     return load_config(config, set_ or [])
 
 
-def print_eval(result, title: str, margin: float) -> None:
+def print_rows(rows, title: str) -> None:
+    """Rows of metric, value, baseline, note as a console table."""
     table = Table(title=title)
     for col in ("metric", "value", "baseline", "note"):
         table.add_column(col, justify="left" if col in ("metric", "note") else "right")
-    for r in result.table():
+    for r in rows:
         table.add_row(
             r["metric"], str(r["value"]), "" if r["baseline"] is None else str(r["baseline"]), r["note"]
         )
     console.print(table)
+
+
+def print_eval(result, title: str, margin: float) -> None:
+    print_rows(result.table(), title)
     for verifier, why in result.verdicts(margin).items():
         verdict = (
             f"not fit to train on: {why}"
@@ -141,13 +146,27 @@ def eval_cmd(
     ] = None,
     pair_method: PairMethodOpt = None,
     grade_views: GradeViewsOpt = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help="An m1model checkpoint (the policy a stage starts from): also grade its own sampled answers "
+            "to general prompts the judge never trained on, by the five-grade judge and by the rule, and "
+            "count how often the judge orders two answers to one prompt as the rule does.",
+        ),
+    ] = None,
+    policy_prompts: Annotated[int, typer.Option(min=2, help="General prompts --policy answers.")] = 64,
+    policy_samples: Annotated[
+        int | None, typer.Option(min=2, help="Answers per prompt (default: the config's train.group_size).")
+    ] = None,
     seed: int = 0,
     config: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Grade accuracy beside the majority grade, balanced accuracy, Spearman, confusion, length slope,
     Best-of-N vs pass@N and random; the blind pairwise judge on a balanced set in both orders beside
-    every trivial judge; and whether the run's gate would train on it."""
+    every trivial judge; and whether the run's gate would train on it. With --policy, the judge on that
+    policy's own answers beside the rule grade."""
     # heavy: scipy, polars; not at m1 start-up
     from flows.genrm.files import plot_eval, read_labels
     from verifiers.endpoint import EndpointError
@@ -156,6 +175,8 @@ def eval_cmd(
     cfg = _config(config, set_)
     _check_pair_method(pair_method)
     _check_grade_views(grade_views)
+    if policy is not None and not (policy / "config.json").is_file():  # before minutes of judging
+        raise InputError(f"--policy {policy}: not a model folder (no config.json)")
     if labels is not None:
         rows, bad = read_labels(labels)
     else:
@@ -189,6 +210,29 @@ def eval_cmd(
     png = plot_eval(result, plot or (labels.with_suffix(".eval.png") if labels else Path("judge-eval.png")))
     console.print(f"plot: {png}")
     _table_artifact(result)
+    if policy is not None:
+        _policy_order(
+            cfg, policy, endpoint, model, k, max_tokens, grade_views, policy_prompts, policy_samples, seed
+        )
+
+
+def _policy_order(cfg, policy, endpoint, model, k, max_tokens, grade_views, n, samples, seed) -> None:
+    # heavy: torch, math_verify
+    from flows.curriculum.judge_on_policy import judge_policy, policy_items, sample_answers
+    from m1model.policy import CheckpointError
+    from verifiers.genrm.grade import GradeJudge
+
+    per = samples or cfg.train.group_size
+    items = policy_items(cfg.genrm, n)
+    with console.status(f"sampling {per} answers of {policy} to each of {n} general prompts ..."):
+        try:
+            answers = sample_answers(policy, items, per, cfg.eval.max_new_tokens, cfg.train.temperature, seed)
+        except CheckpointError as exc:
+            raise InputError(str(exc)) from None
+    judge = GradeJudge(url=endpoint, model=model, k=k, max_tokens=max_tokens, grade_views=grade_views)
+    with console.status(f"judging {len(answers)} answers at {endpoint} ..."):
+        result = judge_policy(judge, items, answers, per, seed)
+    print_rows(result.table(), f"genrm-grade on the answers of {policy}, beside the rule grade")
 
 
 def _check_grade_views(views: str | None) -> None:

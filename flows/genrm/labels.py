@@ -34,6 +34,8 @@ from flows.genrm.general import KEY_KINDS, general_tasks, to_item
 from verifiers.genrm.rule import general_grade, mentions
 from verifiers.genrm.rule import metadata as general_metadata
 
+# The judge's general prompts are drawn at seed + this: never the seed of the run's own {run}-general items
+GENERAL_SEED_OFFSET = 7919
 LOGIC_TASKS = ("object_counting", "word_sorting", "dyck_language", "bit_manipulation", "boolean_expressions")
 FILLER = [
     "Let me read the question carefully.",
@@ -248,7 +250,7 @@ def labelled_set(n_math: int, n_logic: int, n_general: int, seed: int) -> list[L
                 Labelled(item["id"], "logic", instance.prompt, instance.answer, response, 0, kind, item)
             )
 
-    tasks = general_tasks(n_general, seed + 7919)  # never the seed of the run's own {run}-general items
+    tasks = general_tasks(n_general, seed + GENERAL_SEED_OFFSET)
     for i, (name, task) in enumerate(tasks):
         item = to_item(i, name, task, seed)
         other = tasks[(i + 1) % len(tasks)][1].reference

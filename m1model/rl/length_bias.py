@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal
@@ -276,21 +276,47 @@ class LengthBias:
             lower_domain_weight(trainer, domain, cfg.weight_factor)
 
 
+@dataclass(frozen=True)
+class RuleOrder:
+    """How a judge orders the responses to one prompt beside a rule: of the pairs the rule tells apart,
+    ``right`` (as the rule), ``wrong`` (the other way), ``tied``; of the pairs the rule ties, ``split``:
+    the judge tells them apart anyway (an advantage the rule would not give)."""
+
+    right: int = 0
+    wrong: int = 0
+    tied: int = 0
+    split: int = 0
+
+    @property
+    def share(self) -> float:
+        """Pairs the rule tells apart that the judge orders as the rule does, ties as half (0.5: chance)."""
+        n = self.right + self.wrong + self.tied
+        return (self.right + self.tied / 2) / n if n else float("nan")
+
+
+def order_against_rule(groups: Iterable[Sequence[tuple[float, float]]]) -> RuleOrder:
+    """Each group's (rule score, judge score) per response, every pair within a group compared."""
+    right = wrong = tied = split = 0
+    for group in groups:
+        for (ra, ja), (rb, jb) in combinations(group, 2):
+            if ra == rb:
+                split += ja != jb
+                continue
+            d = (ja - jb) * (ra - rb)
+            right, wrong, tied = right + (d > 0), wrong + (d < 0), tied + (d == 0)
+    return RuleOrder(right, wrong, tied, split)
+
+
 def rule_order(recs: Sequence[_Record]) -> tuple[int, int, int]:
     """Of the pairs of responses to one prompt that the success rule tells apart, how many the judge's
     raw reward orders as the rule does, the other way, or ties: whether the group-relative advantages the
     policy trains on point where the rule does, which a mean reward rising beside success cannot show."""
-    by_group: dict[int, list[_Record]] = defaultdict(list)
+    by_group: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for r in recs:
         if r.success is not None:
-            by_group[r.group].append(r)
-    right = wrong = tied = 0
-    for group in by_group.values():
-        for a, b in combinations(group, 2):
-            if a.success != b.success:
-                d = (a.raw - b.raw) * (a.success - b.success)
-                right, wrong, tied = right + (d > 0), wrong + (d < 0), tied + (d == 0)
-    return right, wrong, tied
+            by_group[r.group].append((r.success, r.raw))
+    o = order_against_rule(by_group.values())
+    return o.right, o.wrong, o.tied
 
 
 def lower_domain_weight(trainer, domain: str, factor: float) -> None:

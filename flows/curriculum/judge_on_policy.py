@@ -1,0 +1,147 @@
+"""A judge on the policy's own answers, beside the rule: what the synthetic labelled set cannot show.
+
+The judge is trained and measured on perturbations of references (flows/genrm/labels.py); the policy errs
+otherwise (another name in the right template, a garbled tail), and a stage trains on how the judge orders
+the policy's answers to one prompt. So: sample ``k`` answers of a policy checkpoint to each of ``n``
+general prompts the judge never trained on (the seed of its held-out prompts, `labels.labelled_set`),
+grade each by the rule its labels come from (`rule_grade`, 1-5) and by the judge, and compare the two
+within each prompt (m1model/rl/length_bias.py `order_against_rule`: the stage report's count, on its own
+rollouts). A constant judge ties every pair: 0.5. The interval is a percentile bootstrap over prompts,
+since the pairs of one prompt are not independent.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flows.config import GenRMConfig
+from flows.genrm.general import general_tasks, to_item
+from flows.genrm.labels import GENERAL_SEED_OFFSET, rule_grade
+from m1model.rl.length_bias import RuleOrder, order_against_rule
+
+BOOTSTRAP = 2000
+
+
+@dataclass
+class PolicyOrder:
+    """A judge's order of a policy's answers beside the rule's (`order`), its share's 95% interval, and
+    the answers' rule grades (how many of each: a policy that answers every prompt alike leaves no pair
+    for the rule to tell apart)."""
+
+    order: RuleOrder
+    low: float
+    high: float
+    prompts: int
+    answers: int
+    rule_grades: dict[int, int] = field(default_factory=dict)
+    failed: int = 0
+
+    def table(self) -> list[dict[str, Any]]:
+        o = self.order
+        decided = o.right + o.wrong + o.tied
+        return [
+            {
+                "metric": "ordered as the rule (ties half)",
+                "value": round(o.share, 3),
+                "baseline": 0.5,
+                "note": f"95% {self.low:.3f}-{self.high:.3f} (bootstrap over {self.prompts} prompts); "
+                "a constant judge ties every pair",
+            },
+            {
+                "metric": "pairs the rule tells apart",
+                "value": decided,
+                "baseline": None,
+                "note": f"the judge: {o.right} as the rule, {o.wrong} the other way, {o.tied} tied",
+            },
+            {
+                "metric": "pairs the rule ties, the judge splits",
+                "value": o.split,
+                "baseline": None,
+                "note": "advantages the rule would not give",
+            },
+            {
+                "metric": "answers by rule grade",
+                "value": self.answers,
+                "baseline": None,
+                "note": ", ".join(f"{g}: {n}" for g, n in sorted(self.rule_grades.items(), reverse=True))
+                + (f"; {self.failed} judgments failed (reward 0)" if self.failed else ""),
+            },
+        ]
+
+
+def policy_items(g: GenRMConfig, n: int) -> list[dict[str, Any]]:
+    """``n`` general items from the seed of the judge's held-out prompts (never its training prompts, nor
+    the run's own `{run}-general` items); the first `eval_prompts` of them are its held-out labels'."""
+    held_out = g.seed + 1
+    tasks = general_tasks(n, held_out + GENERAL_SEED_OFFSET)
+    return [to_item(i, name, task, held_out) for i, (name, task) in enumerate(tasks)]
+
+
+def sample_answers(
+    checkpoint: str | Path,
+    items: Sequence[Mapping[str, Any]],
+    k: int,
+    max_tokens: int,
+    temperature: float,
+    seed: int,
+) -> list[str]:
+    """``k`` sampled answers of the checkpoint to each item, item by item, as a stage samples them."""
+    # heavy: torch
+    from flows.curriculum.prompts import encode_prompt, stop_ids
+    from m1model.engine import Engine, SamplingParams
+    from m1model.policy import load_policy
+
+    model, tokenizer = load_policy(checkpoint)
+    prompts = [encode_prompt(tokenizer, item) for item in items for _ in range(k)]
+    params = SamplingParams(
+        temperature=temperature, max_tokens=max_tokens, stop_token_ids=tuple(stop_ids(tokenizer)), seed=seed
+    )
+    done = Engine(model.eval()).generate(prompts, params)
+    return [tokenizer.decode(c.token_ids, skip_special_tokens=True) for c in done]
+
+
+def order_share_interval(orders: Sequence[RuleOrder], seed: int = 0) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the pooled share, resampling prompts."""
+    rng = random.Random(seed)
+    shares = []
+    for _ in range(BOOTSTRAP):
+        pick = [orders[rng.randrange(len(orders))] for _ in orders]
+        right, tied = sum(o.right for o in pick), sum(o.tied for o in pick)
+        n = right + tied + sum(o.wrong for o in pick)
+        if n:
+            shares.append((right + tied / 2) / n)
+    if not shares:
+        return float("nan"), float("nan")
+    shares.sort()
+    return shares[int(0.025 * (len(shares) - 1))], shares[int(0.975 * (len(shares) - 1))]
+
+
+def judge_policy(
+    judge, items: Sequence[Mapping[str, Any]], answers: Sequence[str], k: int, seed: int = 0
+) -> PolicyOrder:
+    """The judge (a verifier: `verify(items) -> rewards`) on ``k`` answers per item, beside the rule."""
+    if len(answers) != k * len(items):
+        raise ValueError(f"{len(answers)} answers for {len(items)} items x {k}")
+    answered = [{**items[i // k], "response": text} for i, text in enumerate(answers)]
+    rule = [rule_grade(x, x["response"]) for x in answered]
+    rewards = judge.verify(answered)
+    per_prompt = [
+        order_against_rule([[(rule[j], rewards[j].reward) for j in range(i * k, (i + 1) * k)]])
+        for i in range(len(items))
+    ]
+    pooled = RuleOrder(*(sum(getattr(o, f) for o in per_prompt) for f in ("right", "wrong", "tied", "split")))
+    low, high = order_share_interval(per_prompt, seed)
+    return PolicyOrder(
+        pooled,
+        low,
+        high,
+        prompts=len(items),
+        answers=len(answered),
+        rule_grades=dict(Counter(rule)),
+        failed=sum("error" in r.details for r in rewards),
+    )
