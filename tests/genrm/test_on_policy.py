@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from flows.config import GenRMConfig
-from flows.genrm.labels import labelled_set, rule_grade, write_labels
 from flows.curriculum.judge_on_policy import judge_policy, policy_items, sample_answers
+from flows.genrm.labels import labelled_set, rule_grade, write_labels
 from flows.genrm.train_judge import datasets
 from m1model.rl.length_bias import RuleOrder, order_against_rule
 from tests.genrm.scripted import blocks, scripted_judge
