@@ -90,7 +90,8 @@ def sample_answers(
     temperature: float,
     seed: int,
 ) -> list[str]:
-    """``k`` sampled answers of the checkpoint to each item, item by item, as a stage samples them."""
+    """``k`` sampled answers of the checkpoint to each item, in item order (a seeded call: each sequence
+    draws from its own seed, m1model/engine.py `request_seed`: the k answers differ, a rerun repeats them)."""
     # heavy: torch
     from flows.curriculum.prompts import encode_prompt, stop_ids
     from m1model.engine import Engine, SamplingParams
