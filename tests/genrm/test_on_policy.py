@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from flows.config import GenRMConfig
-from flows.curriculum.judge_on_policy import judge_policy, policy_items, sample_answers
+from flows.curriculum.judge_on_policy import judge_policy, order_share_interval, policy_items, sample_answers
 from flows.genrm.labels import labelled_set, rule_grade, write_labels
 from flows.genrm.train_judge import datasets
 from m1model.rl.length_bias import RuleOrder, order_against_rule
@@ -30,6 +30,16 @@ def test_pairs_are_counted_within_each_group_only():
     assert got.share == pytest.approx(4.5 / 7)
     # the same answers in one group would compare across prompts: other counts
     assert order_against_rule([groups[0] + groups[1]]) != got
+
+
+def test_the_interval_resamples_prompts_not_pairs():
+    """Prompts that disagree (half ordered all right, half all wrong) leave the share's interval wide; as
+    many independent pairs at the same share would give one well under half as wide."""
+    mixed = [RuleOrder(right=10)] * 10 + [RuleOrder(wrong=10)] * 10
+    low, high = order_share_interval(mixed, seed=1)
+    assert low < 0.36 and high > 0.64  # 200 independent pairs: about 0.43-0.57
+    even = [RuleOrder(right=5, wrong=5)] * 20  # every prompt at 0.5: nothing to resample
+    assert order_share_interval(even) == (0.5, 0.5)
 
 
 def _answers(items):
