@@ -12,6 +12,7 @@ since the pairs of one prompt are not independent.
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -111,11 +112,9 @@ def order_share_interval(orders: Sequence[RuleOrder], seed: int = 0) -> tuple[fl
     rng = random.Random(seed)
     shares = []
     for _ in range(BOOTSTRAP):
-        pick = [orders[rng.randrange(len(orders))] for _ in orders]
-        right, tied = sum(o.right for o in pick), sum(o.tied for o in pick)
-        n = right + tied + sum(o.wrong for o in pick)
-        if n:
-            shares.append((right + tied / 2) / n)
+        share = sum((orders[rng.randrange(len(orders))] for _ in orders), RuleOrder()).share
+        if not math.isnan(share):  # a draw of prompts whose answers the rule never told apart
+            shares.append(share)
     if not shares:
         return float("nan"), float("nan")
     shares.sort()
@@ -135,7 +134,7 @@ def judge_policy(
         order_against_rule([[(rule[j], rewards[j].reward) for j in range(i * k, (i + 1) * k)]])
         for i in range(len(items))
     ]
-    pooled = RuleOrder(*(sum(getattr(o, f) for o in per_prompt) for f in ("right", "wrong", "tied", "split")))
+    pooled = sum(per_prompt, RuleOrder())
     low, high = order_share_interval(per_prompt, seed)
     return PolicyOrder(
         pooled,

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from flows.artifacts import embed_png, save_png
+from m1model.rl.length_bias import RuleOrder
 
 TABLE_COLUMNS = (
     "step",
@@ -221,7 +222,7 @@ def _order(rows: Sequence[Mapping[str, float]], p: str) -> str:
     )
     if not right + wrong + tied:
         return ""
-    share = (right + tied / 2) / (right + wrong + tied)
+    share = RuleOrder(right, wrong, tied).share
     return (
         f"; of its rollouts' pairs that the rule tells apart the judge orders {right} as the rule does, "
         f"{wrong} the other way and ties {tied} ({share:.2f}, ties as half; 0.5 is no signal)"

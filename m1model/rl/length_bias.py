@@ -287,6 +287,14 @@ class RuleOrder:
     tied: int = 0
     split: int = 0
 
+    def __add__(self, other: RuleOrder) -> RuleOrder:
+        return RuleOrder(
+            self.right + other.right,
+            self.wrong + other.wrong,
+            self.tied + other.tied,
+            self.split + other.split,
+        )
+
     @property
     def share(self) -> float:
         """Pairs the rule tells apart that the judge orders as the rule does, ties as half (0.5: chance)."""

@@ -56,9 +56,8 @@ def _judge(url):
 
 
 def test_judge_policy_counts_a_scripted_judges_order_beside_the_rule():
-    items = [x for x in policy_items(GenRMConfig(), 12) if x["task"] in ("sign", "reply")][
-        :5
-    ]  # a number to change
+    numbered = [x for x in policy_items(GenRMConfig(), 12) if x["task"] in ("sign", "reply")]
+    items = numbered[:5]  # each with a number to change
     answers = _answers(items)
     grades = [rule_grade(items[i // 4], a) for i, a in enumerate(answers)]
     assert grades == [5, 2, 1, 5] * len(items)  # the set up this test relies on
