@@ -57,13 +57,20 @@ def build_model(
     return M1ForCausalLM(config)
 
 
+def model_folder(folder: str | Path) -> Path:
+    """``folder`` as a Path when it holds a model (a config.json), else CheckpointError: a check a command
+    can make before minutes of other work, without loading the weights."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise CheckpointError(f"{folder}: not a model folder (no config.json)")
+    return folder
+
+
 def load_policy(
     folder: str | Path, *, dtype: torch.dtype | None = None, device: str | torch.device = "cpu"
 ) -> tuple[M1ForCausalLM, Any]:
     """(model in eval mode, tokenizer) from a folder written by `save_policy` or `m1 model init`."""
-    folder = Path(folder)
-    if not (folder / "config.json").is_file():
-        raise CheckpointError(f"{folder}: not a model folder (no config.json)")
+    folder = model_folder(folder)
     try:
         model = M1ForCausalLM.from_pretrained(folder, dtype=dtype, device=device)
         tokenizer = load_tokenizer(folder)

@@ -175,8 +175,13 @@ def eval_cmd(
     cfg = _config(config, set_)
     _check_pair_method(pair_method)
     _check_grade_views(grade_views)
-    if policy is not None and not (policy / "config.json").is_file():  # before minutes of judging
-        raise InputError(f"--policy {policy}: not a model folder (no config.json)")
+    if policy is not None:  # before minutes of judging
+        from m1model.policy import CheckpointError, model_folder  # heavy: torch
+
+        try:
+            model_folder(policy)
+        except CheckpointError as exc:
+            raise InputError(f"--policy {exc}") from None
     if labels is not None:
         rows, bad = read_labels(labels)
     else:
