@@ -149,6 +149,8 @@ SWITCHES: dict[str, str] = {
     "genrm.enabled": "writes the general data and trains the judge, or not",
     "genrm.gate": "trains the general stage on a judge that does not beat the trivial judges, or not",
     "genrm.gate_margin": "how far the judge must beat the trivial judges for the general stage to train",
+    "genrm.policy_gate_prompts": "the prompts of the judge's second gate (0: off): whether the general stage "
+    "trains; its measurement is kept per setting (flows/curriculum/policy_gate.py)",
     "curate.pass_rate.enabled": "runs the pass-rate filter or not",
 }
 

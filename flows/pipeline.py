@@ -2,7 +2,8 @@
 
     curate -> logic tasks -> code tasks -> SWE tasks -> general tasks + judge -> SFT warm start
     (the judge trains in a child process from the start, beside the first four: flows/genrm/ahead.py)
-           -> pass-rate filter -> evaluate (before) -> every curriculum stage -> evaluate (after) -> report
+           -> pass-rate filter -> evaluate (before) -> the judge on the warm start's own answers (its
+           second gate) -> every curriculum stage -> evaluate (after) -> report
 
 No step exists twice: the subflows are the ones `m1 curate run`, `m1 tasks ...`, `m1 train curriculum`
 and the deployments run. A producer switched off in config (e.g. `swe.enabled = false`) is absent from
@@ -107,12 +108,6 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
                 )
                 if section := out.get("report"):
                     report.sections.append(section)
-                # the judge is unfit as the curriculum uses it: the general stage is off
-                if kind == GENERAL and (gate := general_gate(config)):
-                    report.notes.append(
-                        f"general tasks not trained on: the judge does not beat the trivial judges ({gate}); "
-                        "the `general` stage is switched off"
-                    )
             else:
                 report.notes.append(f"{kind}: switched off ({PRODUCERS[kind]} not run)")
 
@@ -134,9 +129,14 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
 
     with run_judge(config):  # one judge server, started when an evaluation or a stage first needs it
         before = evaluate(config, base["base"], "before")
-        report.stages = train_curriculum(config)
+        report.stages = train_curriculum(config)  # the judge's second gate is measured first
         final = report.stages[-1]["final"] if report.stages else base["base"]
         after = evaluate(config, final, "after")
+    # the judge is unfit as the curriculum uses it (either gate): the general stage is off
+    if produced(config, GENERAL) and (gate := general_gate(config)):
+        report.notes.append(
+            f"general tasks not trained on: the judge fails its gate ({gate}); the `general` stage is switched off"
+        )
     report.before = {k: PassRate.from_dict(v) for k, v in before["counts"].items()}
     report.after = {k: PassRate.from_dict(v) for k, v in after["counts"].items()}
     report.add_table(

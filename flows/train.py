@@ -17,6 +17,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from flows.artifacts import artifact_key, embed_png
 from flows.atomic import atomic_path
 from flows.config import PipelineConfig
+from flows.curriculum import policy_gate
 from flows.curriculum.base import build_base
 from flows.curriculum.layout import train_root
 from flows.curriculum.mixture import require_dataset, run_data
@@ -86,13 +87,39 @@ def build_missing_task_data(config: PipelineConfig, curriculum) -> list[str]:
     return list(missing)
 
 
-def training_curriculum(config: PipelineConfig):
+def training_curriculum(config: PipelineConfig, gate_on_policy: bool = True):
     """The curriculum a training flow runs, after building the generated datasets it lacks (which may
-    switch stages off: a judge that does not beat the trivial judges), with its notes logged."""
+    switch stages off: a judge that does not beat the trivial judges) and, with ``gate_on_policy``,
+    measuring the judge on the starting checkpoint's answers (its second gate, flows/curriculum/
+    policy_gate.py: the warm start is built or reused for it)."""
     curriculum, notes = active_curriculum(config)
     if build_missing_task_data(config, curriculum):
         curriculum, notes = active_curriculum(config)
+    if gate_on_policy and policy_gate.needs_measuring(config, curriculum):
+        warm_start(config)  # the checkpoint to measure (reused when built)
+        if policy_gate.measurable(config, curriculum):
+            _measure_policy_gate(config, curriculum)
+            curriculum, notes = active_curriculum(config)
     return curriculum, notes
+
+
+def _measure_policy_gate(config: PipelineConfig, curriculum) -> None:
+    logger = get_run_logger()
+    logger.info(
+        "judge: measuring its order of %s's answers to %d general prompts (the second gate)",
+        policy_gate.start_policy(config),
+        config.genrm.policy_gate_prompts,
+    )
+    order = policy_gate.measure(config, curriculum)
+    create_table_artifact(
+        order.table(),
+        key=artifact_key(config.name, "genrm-on-policy"),
+        description="the judge on the starting checkpoint's own answers, beside the rule grade",
+    )
+    why = order.gate(config.genrm.gate_margin)
+    logger.info(
+        "judge on the policy's answers: %s", f"not fit to train on: {why}" if why else "fit to train on"
+    )
 
 
 @flow(name="sft-warm-start", flow_run_name="{config.name}-sft", log_prints=True)
@@ -103,7 +130,7 @@ def warm_start(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         return {"base": config.train.init_from, "built": False, "sft": []}
     use_threads(config.train)
     logger = get_run_logger()
-    curriculum, _ = training_curriculum(config)
+    curriculum, _ = training_curriculum(config, gate_on_policy=False)  # the gate measures this model
     store = DatasetStore(config.home)
     data = run_data(config, curriculum, store)
     overlaps = save_overlaps(config, data)

@@ -115,6 +115,13 @@ class GenRMConfig(Section):
         description="balanced accuracy the judge must have above the best trivial judge (pairwise: always "
         "the reference, the first shown, the longer text, random; grades: a constant grade)",
     )
+    policy_gate_prompts: int = Field(
+        64,
+        ge=0,
+        description="the second gate: general prompts the curriculum's starting checkpoint answers "
+        "(train.group_size times each) for the judge to order as their rule grade does, gate_margin above "
+        "a constant judge's 0.5, before a stage trains on it (flows/curriculum/policy_gate.py); 0: off",
+    )
     general_items: int = Field(
         1000,
         ge=1,

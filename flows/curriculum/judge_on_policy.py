@@ -16,7 +16,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,32 @@ class PolicyOrder:
     answers: int
     rule_grades: dict[int, int] = field(default_factory=dict)
     failed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PolicyOrder:
+        grades = {int(g): n for g, n in d.get("rule_grades", {}).items()}  # JSON keys are strings
+        return cls(**{**d, "order": RuleOrder(**d["order"]), "rule_grades": grades})
+
+    def gate(self, margin: float) -> str | None:
+        """Why a stage must not train on this judge's reward for these answers, or None: the share it
+        orders as the rule does must be ``margin`` above a constant judge's 0.5, with its interval's low end
+        above 0.5 (`JudgeEval.gate`'s rule, on the policy's own answers)."""
+        o = self.order
+        if math.isnan(o.share):
+            return (
+                f"the rule tells none of the {self.answers} answers to one prompt apart: "
+                "no pair to measure the judge on"
+            )
+        if o.share >= 0.5 + margin and self.low > 0.5:
+            return None
+        return (
+            f"it orders {o.share:.3f} of the pairs of the policy's own answers that the rule tells apart as "
+            f"the rule does (95% {self.low:.3f}-{self.high:.3f}; {o.right} as the rule, {o.wrong} the other "
+            f"way, {o.tied} tied; {self.prompts} prompts), not {margin:.2f} above a constant judge's 0.5"
+        )
 
     def table(self) -> list[dict[str, Any]]:
         o = self.order

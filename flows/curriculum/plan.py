@@ -32,8 +32,9 @@ log = logging.getLogger("m1.train")
 
 def active_curriculum(config: PipelineConfig, builds_curated: bool = False) -> tuple[Curriculum, list[str]]:
     """The configured curriculum without what this config switches off (see `Curriculum.active`), and
-    without training on the general tasks when the run's judge does not beat the trivial judges on the
-    balanced measures (`flows.genrm.flow.judge_gate`: its reward would be noise or bias): the stages that
+    without training on the general tasks when the run's judge fails its gate (`general_gate`: it does not
+    beat the trivial judges on the balanced measures, or does not order the starting checkpoint's own
+    answers as their rule grade does: its reward would be noise or bias): the stages that
     need them are off and the notes say why with the numbers, while their dataset stays (the base's warm
     start reads it whatever the gate says, so the gate never rebuilds the base, and held-out general items
     are still scored before and after).
@@ -73,16 +74,16 @@ def active_curriculum(config: PipelineConfig, builds_curated: bool = False) -> t
         # every stage needs data no one built: keep it, so that reading it says which and how to build it
         curriculum, notes = configured.active(lambda kind: produced(config, kind), why, trained)
     if gate:
-        notes.insert(
-            0, f"general tasks: not trained on, the run's judge does not beat the trivial judges ({gate})"
-        )
+        notes.insert(0, f"general tasks: not trained on, the run's judge fails its gate ({gate})")
     return curriculum, notes
 
 
 def general_gate(config: PipelineConfig, curriculum: Curriculum | None = None) -> str | None:
-    """Why the general domain is not trained on (`flows.genrm.flow.judge_gate` for the verifier the
-    curriculum scores it with), or None."""
+    """Why the general domain is not trained on, or None: the judge fails its balanced measures
+    (`flows.genrm.flow.judge_gate`, for the verifier the curriculum scores it with), or its order of the
+    starting checkpoint's own answers once that is measured (flows/curriculum/policy_gate.py)."""
     # heavy: prefect, scipy, numpy
+    from flows.curriculum.policy_gate import policy_gate
     from flows.genrm.flow import judge_gate
 
     if not produced(config, GENERAL):
@@ -91,7 +92,7 @@ def general_gate(config: PipelineConfig, curriculum: Curriculum | None = None) -
     verifier = curriculum.verifier_names().get(GENERAL, "genrm")
     if not verifier.startswith(JUDGED):  # scored by a rule: no judge to gate
         return None
-    return judge_gate(config, verifier)
+    return judge_gate(config, verifier) or policy_gate(config, curriculum)
 
 
 # -- what each stage should be built from ---------------------------------------------------------------

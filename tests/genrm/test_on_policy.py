@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -120,11 +121,13 @@ def test_eval_cli_with_a_policy_prints_the_order_table(tmp_path, tiny_checkpoint
             capture_output=True,
             text=True,
             timeout=300,
+            env={**os.environ, "COLUMNS": "250"},  # the title (with the checkpoint's path) on one line
         )
         asked = len(script.messages)
     assert proc.returncode == 0, proc.stderr
     assert "beside the rule grade" in proc.stdout and "ordered as the rule" in proc.stdout
     assert "answers by rule grade" in proc.stdout and asked >= 24 + 4  # the labels, then 2 x 2 answers
+    assert "as the gate reads it (genrm.gate_margin 0.10): not fit to train on" in proc.stdout  # constant
 
     bad = subprocess.run(
         [*M1, "genrm", "eval", "--endpoint", url, "--labels", str(path), "--no-pairwise"]
