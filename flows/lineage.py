@@ -151,6 +151,8 @@ SWITCHES: dict[str, str] = {
     "genrm.gate_margin": "how far the judge must beat the trivial judges for the general stage to train",
     "genrm.policy_gate_prompts": "the prompts of the judge's second gate (0: off): whether the general stage "
     "trains; its measurement is kept per setting (flows/curriculum/policy_gate.py)",
+    "genrm.policy_gate_margin": "how far the judge's order of the policy's answers must beat a constant "
+    "judge's for the general stage to train",
     "curate.pass_rate.enabled": "runs the pass-rate filter or not",
 }
 

@@ -116,7 +116,7 @@ def _measure_policy_gate(config: PipelineConfig, curriculum) -> None:
         key=artifact_key(config.name, "genrm-on-policy"),
         description="the judge on the starting checkpoint's own answers, beside the rule grade",
     )
-    why = order.gate(config.genrm.gate_margin)
+    why = order.gate(config.genrm.policy_gate_margin)
     logger.info(
         "judge on the policy's answers: %s", f"not fit to train on: {why}" if why else "fit to train on"
     )

@@ -238,9 +238,9 @@ def _policy_order(cfg, policy, endpoint, model, k, max_tokens, grade_views, n, s
     with console.status(f"judging {len(answers)} answers at {endpoint} ..."):
         result = judge_policy(judge, items, answers, per, seed)
     print_rows(result.table(), f"genrm-grade on the answers of {policy}, beside the rule grade")
-    why = result.gate(cfg.genrm.gate_margin)  # the run's second gate (flows/curriculum/policy_gate.py)
+    why = result.gate(cfg.genrm.policy_gate_margin)  # the run's second gate (flows/curriculum/policy_gate.py)
     console.print(
-        f"as the gate reads it (genrm.gate_margin {cfg.genrm.gate_margin:.2f}): "
+        f"as the gate reads it (genrm.policy_gate_margin {cfg.genrm.policy_gate_margin:.2f}): "
         + (f"not fit to train on: {why}" if why else "fit to train on")
     )
 

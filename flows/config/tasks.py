@@ -119,8 +119,17 @@ class GenRMConfig(Section):
         64,
         ge=0,
         description="the second gate: general prompts the curriculum's starting checkpoint answers "
-        "(train.group_size times each) for the judge to order as their rule grade does, gate_margin above "
-        "a constant judge's 0.5, before a stage trains on it (flows/curriculum/policy_gate.py); 0: off",
+        "(train.group_size times each) for the judge to order as their rule grade does, policy_gate_margin "
+        "above a constant judge's 0.5, before a stage trains on it (flows/curriculum/policy_gate.py); 0: off",
+    )
+    policy_gate_margin: float = Field(
+        0.0,
+        ge=0,
+        le=0.5,
+        description="how far above a constant judge's 0.5 the second gate asks the judge's order of the "
+        "policy's answers to be, its 95% interval above 0.5 either way (0: the group advantages point where "
+        "the rule's do more often than not, with confidence; 0.10, the first gate's margin, refused judges "
+        "whose stage gained: flows/genrm/README.md, the eighth round)",
     )
     general_items: int = Field(
         1000,

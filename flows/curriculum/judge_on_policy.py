@@ -53,7 +53,9 @@ class PolicyOrder:
     def gate(self, margin: float) -> str | None:
         """Why a stage must not train on this judge's reward for these answers, or None: the share it
         orders as the rule does must be ``margin`` above a constant judge's 0.5, with its interval's low end
-        above 0.5 (`JudgeEval.gate`'s rule, on the policy's own answers)."""
+        above 0.5 (`JudgeEval.gate`'s rule, on the policy's own answers). Ties are half: a judge that ties
+        a pair gives it no advantage, so above 0.5 the advantages it gives point where the rule's do more
+        often than not."""
         o = self.order
         if math.isnan(o.share):
             return (
@@ -62,10 +64,11 @@ class PolicyOrder:
             )
         if o.share >= 0.5 + margin and self.low > 0.5:
             return None
+        asked = f"{margin:.2f} above a constant judge's 0.5 and " if margin else ""
         return (
             f"it orders {o.share:.3f} of the pairs of the policy's own answers that the rule tells apart as "
             f"the rule does (95% {self.low:.3f}-{self.high:.3f}; {o.right} as the rule, {o.wrong} the other "
-            f"way, {o.tied} tied; {self.prompts} prompts), not {margin:.2f} above a constant judge's 0.5"
+            f"way, {o.tied} tied; {self.prompts} prompts), where the gate asks {asked}the interval above 0.5"
         )
 
     def table(self) -> list[dict[str, Any]]:

@@ -6,8 +6,9 @@ rounds: it ordered the warm start's answers at 0.56, a constant judge's 0.5, and
 held-out general accuracy). So before a curriculum trains the general domain on a judge, the checkpoint it
 starts from (the SFT warm start, or `train.init_from`) answers `genrm.policy_gate_prompts` general prompts
 no judge trained on, `train.group_size` times each as a stage samples them, and the judge, as the curriculum
-calls it, must order them as the rule grade does `genrm.gate_margin` above a constant judge
-(`PolicyOrder.gate`). It is measured once per (judge, starting checkpoint, settings) and kept in
+calls it, must order the pairs the rule grade tells apart as the rule does more often than a constant
+judge (0.5, ties as half), its 95% interval over prompts above 0.5, and `genrm.policy_gate_margin` (0)
+above it (`PolicyOrder.gate`). It is measured once per (judge, starting checkpoint, settings) and kept in
 ``runs/<run>/genrm/on-policy.json``, which `active_curriculum` reads: the stage list is known before the
 first stage runs, and a rerun decides the same way without measuring again.
 
@@ -96,7 +97,7 @@ def policy_gate(config: PipelineConfig, curriculum: Curriculum) -> str | None:
     or when it is not measured yet (the training flows measure it before they plan: `ensure_measured`)."""
     verifier = judged_verifier(config, curriculum)
     order = recorded_order(config, verifier) if verifier else None
-    if order is None or (why := order.gate(config.genrm.gate_margin)) is None:
+    if order is None or (why := order.gate(config.genrm.policy_gate_margin)) is None:
         return None
     return f"on the answers of the checkpoint it starts from ({start_policy(config).name}), {why}"
 

@@ -127,7 +127,9 @@ def test_eval_cli_with_a_policy_prints_the_order_table(tmp_path, tiny_checkpoint
     assert proc.returncode == 0, proc.stderr
     assert "beside the rule grade" in proc.stdout and "ordered as the rule" in proc.stdout
     assert "answers by rule grade" in proc.stdout and asked >= 24 + 4  # the labels, then 2 x 2 answers
-    assert "as the gate reads it (genrm.gate_margin 0.10): not fit to train on" in proc.stdout  # constant
+    assert (
+        "as the gate reads it (genrm.policy_gate_margin 0.00): not fit to train on" in proc.stdout
+    )  # constant
 
     bad = subprocess.run(
         [*M1, "genrm", "eval", "--endpoint", url, "--labels", str(path), "--no-pairwise"]

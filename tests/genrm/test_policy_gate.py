@@ -37,11 +37,19 @@ def test_the_gate_asks_the_margin_above_a_constant_judge_and_the_interval_above_
     assert _order(60, 40, 0, 0.51, 0.69).gate(0.10) is None  # 0.60 exactly, interval above 0.5
     # the default judge on seed 0's warm start (flows/genrm/README.md): 0.57, above 0.5 but not by 0.10
     why = _order(622, 245, 1810, 0.545, 0.596).gate(0.10)
-    assert why.startswith("it orders 0.570 of the pairs") and "not 0.10 above a constant judge's 0.5" in why
+    assert (
+        why.startswith("it orders 0.570 of the pairs") and "asks 0.10 above a constant judge's 0.5 and" in why
+    )
     assert "622 as the rule, 245 the other way, 1810 tied" in why and "95% 0.545-0.596" in why
     assert _order(0, 0, 50, 0.5, 0.5).gate(0.10) is not None  # a constant judge ties every pair
     assert _order(70, 30, 0, 0.49, 0.80).gate(0.10) is not None  # 0.70, but its interval reaches 0.5
     assert _order(10, 90, 0, 0.05, 0.15).gate(0.0) is not None  # backwards, even with no margin
+    # the default margin 0: seed 1's warm start (the eighth round) passes; a constant judge does not, nor
+    # a share whose interval reaches 0.5
+    seed1 = _order(160, 71, 470, 0.513, 0.614)
+    assert seed1.gate(0.0) is None and "asks 0.10 above" in seed1.gate(0.10)
+    assert _order(0, 0, 50, 0.5, 0.5).gate(0.0).endswith("where the gate asks the interval above 0.5")
+    assert _order(55, 45, 0, 0.49, 0.61).gate(0.0) is not None
     nothing = _order(0, 0, 0, math.nan, math.nan)
     assert "tells none of the 512 answers to one prompt apart" in nothing.gate(0.10)
 
@@ -90,7 +98,7 @@ def test_the_gate_is_measured_once_and_switches_the_general_stage_off(gated, mon
     assert notes[0].startswith(
         "general tasks: not trained on, the run's judge fails its gate (on the answers"
     )
-    assert "not 0.10 above a constant judge's 0.5" in notes[0] or "tells none of the 6 answers" in notes[0]
+    assert "the gate asks the interval above 0.5" in notes[0] or "tells none of the 6 answers" in notes[0]
     assert general_gate(config) == policy_gate(config, configured)
 
     # another judge, another starting checkpoint or other settings: measured again
