@@ -1,7 +1,7 @@
 """The whole DAG, `m1 run`: the real flows, each called as a subflow (its own run in the Prefect UI):
 
-    curate -> logic tasks -> code tasks -> SWE tasks -> general tasks + judge -> SFT warm start
-    (the judge trains in a child process from the start, beside the first four: flows/genrm/ahead.py)
+    curate -> logic tasks -> code tasks -> SWE tasks -> general tasks' data -> SFT warm start -> judge
+    (the judge trains in a child process from the start, beside the first five: flows/genrm/ahead.py)
            -> pass-rate filter -> evaluate (before) -> the judge on the warm start's own answers (its
            second gate) -> every curriculum stage -> evaluate (after) -> report
 
@@ -29,6 +29,7 @@ from flows.curriculum.plan import active_curriculum, general_gate
 from flows.datasets import CODE, CURATED, GENERAL, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
 from flows.evaluate import evaluate
 from flows.genrm.ahead import judge_ahead
+from flows.genrm.flow import general_reusable, write_general
 from flows.genrm.serve import run_judge
 from flows.prerequisites import check as check_machine
 from flows.prerequisites import needed
@@ -89,30 +90,42 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
     store = DatasetStore(config.home)
     report = RunReport(name=config.name)
 
-    # the judge trains beside curation and the producers, on the core they leave idle (flows/genrm/ahead.py)
-    with judge_ahead(config), shared_cluster(config.runner) as runner:  # one Dask cluster for the data
-        data_config = config.model_copy(update={"runner": runner})
-        curated = curate_flow(data_config, pass_rate=False)
-        report.curation = curated["manifest"]
-        report.add_dataset("m1-curate", curated["manifest"], curated["built_because"], curated["reused"])
-        if not (config.curate.sources or config.data.input_path):
-            report.planted = planted_counts(
-                store.quarantine(dataset_name(config.name, CURATED)), report.curation["steps"]
-            )
-        for kind in PRODUCERS:
-            if produced(config, kind):
-                flow_fn = producer(kind)
-                out = flow_fn(data_config)
-                report.add_dataset(
-                    flow_fn.name, out["manifest"], out.get("built_because", ""), out.get("reused")
-                )
-                if section := out.get("report"):
-                    report.sections.append(section)
-            else:
-                report.notes.append(f"{kind}: switched off ({PRODUCERS[kind]} not run)")
+    def produce(kind: str, cfg: PipelineConfig, reused: bool = True) -> None:
+        """A producer's flow, its dataset row and its report section (``reused``: False when the
+        pipeline wrote its dataset just now, ahead of the flow)."""
+        flow_fn = producer(kind)
+        out = flow_fn(cfg)
+        report.add_dataset(
+            flow_fn.name, out["manifest"], out.get("built_because", ""), out.get("reused") and reused
+        )
+        if section := out.get("report"):
+            report.sections.append(section)
 
-    base = warm_start(config)
-    report.base = base
+    # the judge trains beside curation, the producers and the SFT warm start, on the core they leave idle
+    # (flows/genrm/ahead.py); the general-task flow, which waits for it, runs after the warm start
+    with judge_ahead(config):
+        with shared_cluster(config.runner) as runner:  # one Dask cluster for the data
+            data_config = config.model_copy(update={"runner": runner})
+            curated = curate_flow(data_config, pass_rate=False)
+            report.curation = curated["manifest"]
+            report.add_dataset("m1-curate", curated["manifest"], curated["built_because"], curated["reused"])
+            if not (config.curate.sources or config.data.input_path):
+                report.planted = planted_counts(
+                    store.quarantine(dataset_name(config.name, CURATED)), report.curation["steps"]
+                )
+            for kind in PRODUCERS:
+                if not produced(config, kind):
+                    report.notes.append(f"{kind}: switched off ({PRODUCERS[kind]} not run)")
+                elif kind != GENERAL:
+                    produce(kind, data_config)
+        if general := produced(config, GENERAL):
+            general_existed = general_reusable(config)
+            write_general(config)  # the warm start trains on it; the judge is not needed before the stages
+        base = warm_start(config)
+        report.base = base
+        if general:
+            produce(GENERAL, config, reused=general_existed)
+
     datasets = [
         d for d in (dataset_name(config.name, k) for k in (CURATED, SYNLOGIC, CODE)) if store.latest(d)
     ]

@@ -1,7 +1,7 @@
 """The run's judge trained ahead (`m1 run`): the judge depends on nothing the DAG builds (its labelled
 responses come from its own seeds), so it trains in a child process from the start of the run, on the
-core that curation and the task producers leave idle, and `general_tasks` waits for it instead of
-training it then. One implementation: the child runs `ensure_judge`, the same cached training, into the
+core that curation, the task producers and the SFT warm start leave idle, and `general_tasks` (after the
+warm start) waits for it instead of training it then. One implementation: the child runs `ensure_judge`, the same cached training, into the
 same folder.
 
 The child dies with the run (PR_SET_PDEATHSIG; terminated when the run stops early, Ctrl-C included) and

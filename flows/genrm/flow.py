@@ -54,6 +54,12 @@ def inputs(config: PipelineConfig) -> dict:
     return {"config": config_inputs(GENERAL, config), "release": RELEASE}
 
 
+def general_reusable(config: PipelineConfig) -> bool:
+    """Whether ``{run}-general`` was built from these inputs already (`write_general` will reuse it)."""
+    name = dataset_name(config.name, GENERAL)
+    return DatasetStore(config.home).reusable(name, general_tasks.name, inputs(config)) is not None
+
+
 def write_general(config: PipelineConfig) -> str:
     """``{run}-general`` at its latest version (``name@vN``), written now only if its inputs changed
     (why it was built is in the store's record, `DatasetStore.built_from`)."""
@@ -133,9 +139,7 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         logger.info("genrm.enabled is false: no general data, no judge")
         return {"enabled": False}
     use_threads(config.train)
-    had = DatasetStore(config.home).reusable(
-        dataset_name(config.name, GENERAL), general_tasks.name, inputs(config)
-    )
+    had = general_reusable(config)
     general = write_general(config)
     built_because = DatasetStore(config.home).built_from(general.rsplit("@v", 1)[0], general_tasks.name)[
         "reason"
@@ -181,7 +185,7 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         "general": general,
         "manifest": json.loads(store.manifest(*_ref(general)).to_json()),
         "built_because": built_because,
-        "reused": had is not None and not trained,
+        "reused": had and not trained,
         "report": "# Generative reward model\n\n" + markdown,
         "judge": user[0] if user else str(judge_dir(config)),
         "trained": trained,
