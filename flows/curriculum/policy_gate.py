@@ -74,7 +74,7 @@ def measure_inputs(config: PipelineConfig, verifier: str) -> dict[str, Any] | No
         "k": g.k,
         "policy": checkpoint_id(policy),
         "prompts": g.policy_gate_prompts,
-        "held_out_seed": g.seed + 1,
+        "genrm_seed": g.seed,  # its held-out prompts' seed follows (`policy_items`)
         "samples": config.train.group_size,
         "max_new_tokens": config.eval.max_new_tokens,
         "temperature": config.train.temperature,
@@ -94,7 +94,8 @@ def recorded_order(config: PipelineConfig, verifier: str) -> PolicyOrder | None:
 
 def policy_gate(config: PipelineConfig, curriculum: Curriculum) -> str | None:
     """Why the general domain must not train on the judge, from the kept measurement; None when it passes,
-    or when it is not measured yet (the training flows measure it before they plan: `ensure_measured`)."""
+    or when it is not measured yet (the training flows measure it before they plan: flows/train.py
+    `training_curriculum`)."""
     verifier = judged_verifier(config, curriculum)
     order = recorded_order(config, verifier) if verifier else None
     if order is None or (why := order.gate(config.genrm.policy_gate_margin)) is None:
