@@ -95,22 +95,23 @@ def training_curriculum(config: PipelineConfig, gate_on_policy: bool = True):
     curriculum, notes = active_curriculum(config)
     if build_missing_task_data(config, curriculum):
         curriculum, notes = active_curriculum(config)
-    if gate_on_policy and policy_gate.needs_measuring(config, curriculum):
+    if gate_on_policy and (verifier := policy_gate.unmeasured(config, curriculum)):
         warm_start(config)  # the checkpoint to measure (reused when built)
-        if policy_gate.measurable(config, curriculum):
-            _measure_policy_gate(config, curriculum)
+        # None: a `train.init_from` that is no checkpoint, which fails in its stage with that stage's message
+        if (inputs := policy_gate.measure_inputs(config, verifier)) is not None:
+            _measure_policy_gate(config, verifier, inputs)
             curriculum, notes = active_curriculum(config)
     return curriculum, notes
 
 
-def _measure_policy_gate(config: PipelineConfig, curriculum) -> None:
+def _measure_policy_gate(config: PipelineConfig, verifier: str, inputs: dict[str, Any]) -> None:
     logger = get_run_logger()
     logger.info(
         "judge: measuring its order of %s's answers to %d general prompts (the second gate)",
         policy_gate.start_policy(config),
         config.genrm.policy_gate_prompts,
     )
-    order = policy_gate.measure(config, curriculum)
+    order = policy_gate.measure(config, verifier, inputs)
     create_table_artifact(
         order.table(),
         key=artifact_key(config.name, "genrm-on-policy"),

@@ -223,20 +223,25 @@ def eval_cmd(
 
 def _policy_order(cfg, policy, endpoint, model, k, max_tokens, grade_views, n, samples, seed) -> None:
     # heavy: torch, math_verify
-    from flows.curriculum.judge_on_policy import judge_policy, policy_items, sample_answers
+    from flows.curriculum.judge_on_policy import policy_order
     from m1model.policy import CheckpointError
     from verifiers.genrm.grade import GradeJudge
 
-    per = samples or cfg.train.group_size
-    items = policy_items(cfg.genrm, n)
-    with console.status(f"sampling {per} answers of {policy} to each of {n} general prompts ..."):
-        try:
-            answers = sample_answers(policy, items, per, cfg.eval.max_new_tokens, cfg.train.temperature, seed)
-        except CheckpointError as exc:
-            raise InputError(str(exc)) from None
     judge = GradeJudge(url=endpoint, model=model, k=k, max_tokens=max_tokens, grade_views=grade_views)
-    with console.status(f"judging {len(answers)} answers at {endpoint} ..."):
-        result = judge_policy(judge, items, answers, per, seed)
+    try:
+        result = policy_order(
+            judge,
+            cfg.genrm,
+            policy,
+            n,
+            samples or cfg.train.group_size,
+            max_tokens=cfg.eval.max_new_tokens,
+            temperature=cfg.train.temperature,
+            seed=seed,
+            status=console.status,
+        )
+    except CheckpointError as exc:
+        raise InputError(str(exc)) from None
     print_rows(result.table(), f"genrm-grade on the answers of {policy}, beside the rule grade")
     why = result.gate(cfg.genrm.policy_gate_margin)  # the run's second gate (flows/curriculum/policy_gate.py)
     console.print(

@@ -3,7 +3,7 @@
 The judge is trained and measured on perturbations of references (flows/genrm/labels.py); the policy errs
 otherwise (another name in the right template, a garbled tail), and a stage trains on how the judge orders
 the policy's answers to one prompt. So: sample ``k`` answers of a policy checkpoint to each of ``n``
-general prompts the judge never trained on (the seed of its held-out prompts, `labels.labelled_set`),
+general prompts the judge never trained on (the seed of its held-out prompts, `labels.heldout_seed`),
 grade each by the rule its labels come from (`rule_grade`, 1-5) and by the judge, and compare the two
 within each prompt (m1model/rl/length_bias.py `order_against_rule`: the stage report's count, on its own
 rollouts). A constant judge ties every pair: 0.5. The interval is a percentile bootstrap over prompts,
@@ -15,14 +15,15 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flows.config import GenRMConfig
 from flows.genrm.general import general_tasks, to_item
-from flows.genrm.labels import GENERAL_SEED_OFFSET, rule_grade
+from flows.genrm.labels import GENERAL_SEED_OFFSET, heldout_seed, rule_grade
 from m1model.rl.length_bias import RuleOrder, order_against_rule
 
 BOOTSTRAP = 2000
@@ -107,7 +108,7 @@ class PolicyOrder:
 def policy_items(g: GenRMConfig, n: int) -> list[dict[str, Any]]:
     """``n`` general items from the seed of the judge's held-out prompts (never its training prompts, nor
     the run's own `{run}-general` items); the first `eval_prompts` of them are its held-out labels'."""
-    held_out = g.seed + 1
+    held_out = heldout_seed(g.seed)
     tasks = general_tasks(n, held_out + GENERAL_SEED_OFFSET)
     return [to_item(i, name, task, held_out) for i, (name, task) in enumerate(tasks)]
 
@@ -174,3 +175,25 @@ def judge_policy(
         rule_grades=dict(Counter(rule)),
         failed=sum("error" in r.details for r in rewards),
     )
+
+
+def policy_order(
+    judge,
+    g: GenRMConfig,
+    checkpoint: str | Path,
+    n: int,
+    k: int,
+    *,
+    max_tokens: int,
+    temperature: float,
+    seed: int,
+    status: Callable[[str], AbstractContextManager] = lambda _: nullcontext(),
+) -> PolicyOrder:
+    """The judge on ``k`` sampled answers of ``checkpoint`` to each of ``n`` general prompts it never trained
+    on, beside the rule: what `m1 genrm eval --policy` prints and the second gate keeps. ``status`` names
+    each of the two slow steps (the CLI's spinner)."""
+    items = policy_items(g, n)
+    with status(f"sampling {k} answers of {checkpoint} to each of {n} general prompts ..."):
+        answers = sample_answers(checkpoint, items, k, max_tokens, temperature, seed)
+    with status(f"judging {len(answers)} answers ..."):
+        return judge_policy(judge, items, answers, k, seed)

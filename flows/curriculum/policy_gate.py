@@ -26,7 +26,7 @@ from flows.config import PipelineConfig
 from flows.curriculum import Curriculum
 from flows.curriculum.base import base_folder
 from flows.curriculum.fingerprint import JUDGED
-from flows.curriculum.judge_on_policy import PolicyOrder, judge_policy, policy_items, sample_answers
+from flows.curriculum.judge_on_policy import PolicyOrder, policy_order
 from flows.datasets import GENERAL
 from flows.genrm.files import genrm_root, judge_dir, user_judge
 from flows.genrm.serve import judge_for
@@ -103,34 +103,30 @@ def policy_gate(config: PipelineConfig, curriculum: Curriculum) -> str | None:
     return f"on the answers of the checkpoint it starts from ({start_policy(config).name}), {why}"
 
 
-def needs_measuring(config: PipelineConfig, curriculum: Curriculum) -> bool:
-    """Whether the curriculum trains the general domain on a judge not measured on its start yet."""
+def unmeasured(config: PipelineConfig, curriculum: Curriculum) -> str | None:
+    """The judge verifier the curriculum trains the general domain with, while its order of the starting
+    checkpoint's answers is not kept yet; else None."""
     verifier = judged_verifier(config, curriculum)
-    return verifier is not None and recorded_order(config, verifier) is None
+    return verifier if verifier is not None and recorded_order(config, verifier) is None else None
 
 
-def measurable(config: PipelineConfig, curriculum: Curriculum) -> bool:
-    """`needs_measuring`, and the judge and the starting checkpoint exist (a `train.init_from` that is no
-    checkpoint fails in its stage, with that stage's message)."""
-    verifier = judged_verifier(config, curriculum)
-    return needs_measuring(config, curriculum) and measure_inputs(config, verifier) is not None
-
-
-def measure(config: PipelineConfig, curriculum: Curriculum) -> PolicyOrder:
-    """Sample the starting checkpoint's answers, have the curriculum's general verifier score them with
-    the run's judge (served for the while, `judge_for`) beside the rule, and keep the result."""
-    verifier = judged_verifier(config, curriculum)
-    inputs = measure_inputs(config, verifier) if verifier else None
-    if verifier is None or inputs is None:
-        raise ValueError("nothing to measure: no judged general stage, judge or starting checkpoint")
+def measure(config: PipelineConfig, verifier: str, inputs: dict[str, Any]) -> PolicyOrder:
+    """Sample the starting checkpoint's answers, have ``verifier`` score them with the run's judge (served
+    for the while, `judge_for`) beside the rule, and keep the result under ``inputs`` (`measure_inputs`,
+    computed once by the caller after the warm start exists)."""
     g, t = config.genrm, config.train
-    items = policy_items(g, g.policy_gate_prompts)
-    answers = sample_answers(
-        start_policy(config), items, t.group_size, config.eval.max_new_tokens, t.temperature, t.seed
-    )
     with judge_for(config, [verifier]) as options:
         judge = resolve_verifiers([GENERAL], {GENERAL: verifier}, options=options)[GENERAL]
-        order = judge_policy(judge, items, answers, t.group_size, seed=t.seed)
+        order = policy_order(
+            judge,
+            g,
+            start_policy(config),
+            g.policy_gate_prompts,
+            t.group_size,
+            max_tokens=config.eval.max_new_tokens,
+            temperature=t.temperature,
+            seed=t.seed,
+        )
     record = {"fingerprint": fingerprint(inputs), "inputs": inputs, "order": order.to_dict()}
     path = genrm_root(config) / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)

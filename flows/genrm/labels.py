@@ -36,6 +36,15 @@ from verifiers.genrm.rule import metadata as general_metadata
 
 # The judge's general prompts are drawn at seed + this: never the seed of the run's own {run}-general items
 GENERAL_SEED_OFFSET = 7919
+
+
+def heldout_seed(seed: int) -> int:
+    """The `labelled_set` seed of the held-out prompts of a judge trained at ``seed``: what it is evaluated
+    on (flows/genrm/train_judge.py) and what its second gate's policy answers (flows/curriculum/
+    judge_on_policy.py), never what it trained on."""
+    return seed + 1
+
+
 LOGIC_TASKS = ("object_counting", "word_sorting", "dyck_language", "bit_manipulation", "boolean_expressions")
 FILLER = [
     "Let me read the question carefully.",

@@ -37,7 +37,7 @@ from typing import Any
 
 from flows.config import GenRMConfig, TrainConfig
 from flows.errors import InputError
-from flows.genrm.labels import Labelled, labelled_set, stated_fact, write_labels
+from flows.genrm.labels import Labelled, heldout_seed, labelled_set, stated_fact, write_labels
 from flows.model_settings import fresh_model, sft_config
 from verifiers.endpoint import EndpointError
 from verifiers.genrm.prompts import grade_answer, grade_prompt, pair_answer, pair_prompt, point_prompt
@@ -207,7 +207,7 @@ def datasets(cfg: GenRMConfig) -> tuple[list[Labelled], list[Labelled]]:
 
     train = labelled_set(*counts(cfg.train_prompts), cfg.seed)
     seen = {x.question for x in train}
-    test = [x for x in labelled_set(*counts(cfg.eval_prompts), cfg.seed + 1) if x.question not in seen]
+    test = [x for x in labelled_set(*counts(cfg.eval_prompts), heldout_seed(cfg.seed)) if x.question not in seen]
     return train, test
 
 

@@ -12,14 +12,7 @@ from flows.config import PipelineConfig
 from flows.curriculum import load_curriculum
 from flows.curriculum.judge_on_policy import PolicyOrder
 from flows.curriculum.plan import active_curriculum, general_gate
-from flows.curriculum.policy_gate import (
-    RECORD,
-    measurable,
-    measure,
-    measure_inputs,
-    needs_measuring,
-    policy_gate,
-)
+from flows.curriculum.policy_gate import RECORD, measure, measure_inputs, policy_gate, unmeasured
 from flows.genrm.files import genrm_root
 from flows.lineage import fingerprint
 from m1model.rl.length_bias import RuleOrder
@@ -81,17 +74,17 @@ def gated(tmp_path, tiny_checkpoint, monkeypatch):
 def test_the_gate_is_measured_once_and_switches_the_general_stage_off(gated, monkeypatch):
     config, script = gated
     configured = load_curriculum(config.train.curriculum)
-    assert needs_measuring(config, configured)
+    assert unmeasured(config, configured) == "genrm-grade"
     assert "general" in active_curriculum(config)[0].names  # not measured yet: nothing refuses it
 
-    order = measure(config, configured)
+    order = measure(config, "genrm-grade", measure_inputs(config, "genrm-grade"))
     assert order.prompts == 3 and order.answers == 6 and len(script.messages) == 6  # a user's judge: one view
     assert sum(order.rule_grades.values()) == 6
     assert order.order.right == order.order.wrong == 0  # a constant judge ties every pair the rule splits
     record = json.loads((genrm_root(config) / RECORD).read_text())
     assert record["inputs"]["judge"] == {"url": record["inputs"]["judge"]["url"], "model": "scripted"}
 
-    assert not needs_measuring(config, configured)  # kept: a rerun decides without measuring again
+    assert not unmeasured(config, configured)  # kept: a rerun decides without measuring again
     curriculum, notes = active_curriculum(config)
     assert "general" not in curriculum.names and "general" in curriculum.switched_off
     assert all("general" not in s.mixture for s in curriculum.stages)
@@ -103,10 +96,10 @@ def test_the_gate_is_measured_once_and_switches_the_general_stage_off(gated, mon
 
     # another judge, another starting checkpoint or other settings: measured again
     monkeypatch.setenv("M1_GENRM_MODEL", "another")
-    assert needs_measuring(config, configured) and policy_gate(config, configured) is None
+    assert unmeasured(config, configured) and policy_gate(config, configured) is None
     monkeypatch.setenv("M1_GENRM_MODEL", "scripted")
     more = config.model_copy(update={"genrm": config.genrm.model_copy(update={"policy_gate_prompts": 4})})
-    assert needs_measuring(more, configured)
+    assert unmeasured(more, configured)
     assert len(script.messages) == 6
 
 
@@ -119,7 +112,7 @@ def test_a_passing_measure_keeps_the_general_stage(gated):
     (genrm_root(config) / RECORD).write_text(
         json.dumps({"fingerprint": fingerprint(inputs), "inputs": inputs, "order": passing.to_dict()})
     )
-    assert not needs_measuring(config, configured) and policy_gate(config, configured) is None
+    assert not unmeasured(config, configured) and policy_gate(config, configured) is None
     assert "general" in active_curriculum(config)[0].names
 
 
@@ -127,7 +120,7 @@ def test_a_passing_measure_keeps_the_general_stage(gated):
 def test_nothing_is_measured_with_the_gate_off(gated, off):
     config, _ = gated
     config = config.model_copy(update={"genrm": config.genrm.model_copy(update=off)})
-    assert not needs_measuring(config, load_curriculum(config.train.curriculum))
+    assert not unmeasured(config, load_curriculum(config.train.curriculum))
 
 
 def test_nothing_is_measured_for_a_curriculum_that_scores_general_by_a_rule(gated, tmp_path):
@@ -135,7 +128,7 @@ def test_nothing_is_measured_for_a_curriculum_that_scores_general_by_a_rule(gate
 
     config, _ = gated
     ruled = load_curriculum(_curriculum(tmp_path, "general-rule"))
-    assert not needs_measuring(config, ruled)
+    assert not unmeasured(config, ruled)
 
 
 @pytest.mark.slow
@@ -196,4 +189,4 @@ def test_a_start_that_is_no_checkpoint_is_left_to_its_stage(gated, tmp_path):
         update={"train": config.train.model_copy(update={"init_from": str(tmp_path / "nowhere")})}
     )
     configured = load_curriculum(config.train.curriculum)
-    assert needs_measuring(config, configured) and not measurable(config, configured)
+    assert unmeasured(config, configured) == "genrm-grade" and measure_inputs(config, "genrm-grade") is None
