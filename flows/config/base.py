@@ -3,7 +3,9 @@ several sections share: an OpenAI-compatible endpoint and a policy to sample fro
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from flows.errors import ConfigError
 from verifiers.endpoint import Endpoint, EndpointSettings
@@ -11,6 +13,24 @@ from verifiers.endpoint import Endpoint, EndpointSettings
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _partial_tables_keep_the_fields_default(cls, data: Any) -> Any:
+        """A nested section given in part (a TOML table, ``--set genrm.judge_model.seed=1``) changes only
+        the keys it names; the others keep the field's default, which may not be the nested class's own
+        (`genrm.judge_model` is a wider model than `ModelConfig()`): without this, naming one key of it
+        silently replaced the rest with the class's defaults."""
+        if not isinstance(data, dict):
+            return data
+        merged = dict(data)
+        for name, field in cls.model_fields.items():
+            given = merged.get(name)
+            if isinstance(given, dict) and not field.is_required():
+                default = field.get_default(call_default_factory=True)
+                if isinstance(default, BaseModel):
+                    merged[name] = {**default.model_dump(), **given}
+        return merged
 
 
 class EndpointConfig(EndpointSettings):

@@ -31,6 +31,24 @@ def test_overrides_parse_values():
     assert apply_overrides(cfg, ["name=y"]).name == "y"
 
 
+def test_a_partial_nested_table_keeps_the_fields_other_defaults(tmp_path):
+    """`genrm.judge_model`'s default is wider than `ModelConfig()`: naming one key of it (an override, a
+    TOML table) changed only that key; before, the rest silently became the class's defaults."""
+    run_judge = PipelineConfig().genrm.judge_model
+    for cfg in (
+        load_config(None, ["genrm.judge_model.seed=1"]),
+        apply_overrides(PipelineConfig(), ["genrm.judge_model.seed=1"]),
+    ):
+        assert cfg.genrm.judge_model == run_judge.model_copy(update={"seed": 1})
+    p = tmp_path / "c.toml"
+    p.write_text("[genrm.judge_model]\nhidden_size = 192\n")
+    wide = load_config(p).genrm.judge_model
+    assert wide.hidden_size == 192 and wide.vocab_size == run_judge.vocab_size == 1024
+    assert wide.softmax_every == run_judge.softmax_every == 2
+    with pytest.raises(ConfigError, match="genrm.judge_model.bogus: Extra inputs are not permitted"):
+        load_config(None, ["genrm.judge_model.bogus=1"])
+
+
 @pytest.mark.parametrize(
     ("text", "suffix", "message"),
     [
