@@ -207,7 +207,9 @@ def datasets(cfg: GenRMConfig) -> tuple[list[Labelled], list[Labelled]]:
 
     train = labelled_set(*counts(cfg.train_prompts), cfg.seed)
     seen = {x.question for x in train}
-    test = [x for x in labelled_set(*counts(cfg.eval_prompts), heldout_seed(cfg.seed)) if x.question not in seen]
+    test = [
+        x for x in labelled_set(*counts(cfg.eval_prompts), heldout_seed(cfg.seed)) if x.question not in seen
+    ]
     return train, test
 
 
