@@ -25,6 +25,7 @@ from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
 from flows.curate.flow import curate_flow, pass_rate_flow
 from flows.curate.flow import preflight as curate_preflight
+from flows.curriculum import load_curriculum, policy_gate
 from flows.curriculum.plan import active_curriculum, general_gate
 from flows.datasets import CODE, CURATED, GENERAL, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
 from flows.evaluate import evaluate
@@ -150,6 +151,10 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
         report.notes.append(
             f"general tasks not trained on: the judge fails its gate ({gate}); the `general` stage is switched off"
         )
+    elif produced(config, GENERAL) and (
+        shown := policy_gate.passed(config, load_curriculum(config.train.curriculum))
+    ):
+        report.notes.append(f"general tasks trained on the judge, past both gates; the second: {shown}")
     report.before = {k: PassRate.from_dict(v) for k, v in before["counts"].items()}
     report.after = {k: PassRate.from_dict(v) for k, v in after["counts"].items()}
     report.add_table(

@@ -119,7 +119,8 @@ def _measure_policy_gate(config: PipelineConfig, verifier: str, inputs: dict[str
     )
     why = order.gate(config.genrm.policy_gate_margin)
     logger.info(
-        "judge on the policy's answers: %s", f"not fit to train on: {why}" if why else "fit to train on"
+        "judge on the policy's answers: %s",
+        f"not fit to train on: {why}" if why else f"fit to train on: {order.describe()}",
     )
 
 

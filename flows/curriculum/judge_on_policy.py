@@ -66,10 +66,14 @@ class PolicyOrder:
         if o.share >= 0.5 + margin and self.low > 0.5:
             return None
         asked = f"{margin:.2f} above a constant judge's 0.5 and " if margin else ""
+        return f"{self.describe()}, where the gate asks {asked}the interval above 0.5"
+
+    def describe(self) -> str:
+        o = self.order
         return (
             f"it orders {o.share:.3f} of the pairs of the policy's own answers that the rule tells apart as "
             f"the rule does (95% {self.low:.3f}-{self.high:.3f}; {o.right} as the rule, {o.wrong} the other "
-            f"way, {o.tied} tied; {self.prompts} prompts), where the gate asks {asked}the interval above 0.5"
+            f"way, {o.tied} tied; {self.prompts} prompts)"
         )
 
     def table(self) -> list[dict[str, Any]]:

@@ -103,6 +103,18 @@ def policy_gate(config: PipelineConfig, curriculum: Curriculum) -> str | None:
     return f"on the answers of the checkpoint it starts from ({start_policy(config).name}), {why}"
 
 
+def passed(config: PipelineConfig, curriculum: Curriculum) -> str | None:
+    """What the kept measurement shows, for the run report, when the judge passed it; None when it did
+    not (`policy_gate` says why) or nothing was measured."""
+    verifier = judged_verifier(config, curriculum)
+    order = recorded_order(config, verifier) if verifier else None
+    if order is None or order.gate(config.genrm.policy_gate_margin) is not None:
+        return None
+    return (
+        f"on the answers of the checkpoint it starts from ({start_policy(config).name}), {order.describe()}"
+    )
+
+
 def unmeasured(config: PipelineConfig, curriculum: Curriculum) -> str | None:
     """The judge verifier the curriculum trains the general domain with, while its order of the starting
     checkpoint's answers is not kept yet; else None."""

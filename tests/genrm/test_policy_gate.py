@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,14 @@ from flows.config import PipelineConfig
 from flows.curriculum import load_curriculum
 from flows.curriculum.judge_on_policy import PolicyOrder
 from flows.curriculum.plan import active_curriculum, general_gate
-from flows.curriculum.policy_gate import RECORD, measure, measure_inputs, policy_gate, unmeasured
+from flows.curriculum.policy_gate import (
+    RECORD,
+    measure,
+    measure_inputs,
+    passed,
+    policy_gate,
+    unmeasured,
+)
 from flows.genrm.files import genrm_root
 from flows.lineage import fingerprint
 from m1model.rl.length_bias import RuleOrder
@@ -93,6 +101,7 @@ def test_the_gate_is_measured_once_and_switches_the_general_stage_off(gated, mon
     )
     assert "the gate asks the interval above 0.5" in notes[0] or "tells none of the 6 answers" in notes[0]
     assert general_gate(config) == policy_gate(config, configured)
+    assert passed(config, configured) is None  # refused: nothing to show as passed
 
     # another judge, another starting checkpoint or other settings: measured again
     monkeypatch.setenv("M1_GENRM_MODEL", "another")
@@ -114,6 +123,12 @@ def test_a_passing_measure_keeps_the_general_stage(gated):
     )
     assert not unmeasured(config, configured) and policy_gate(config, configured) is None
     assert "general" in active_curriculum(config)[0].names
+    # the run report says what it passed on (the refusal's sentence, `policy_gate`, says why not)
+    shown = passed(config, configured)
+    assert shown.startswith(
+        f"on the answers of the checkpoint it starts from ({Path(config.train.init_from).name})"
+    )
+    assert "it orders 0.850 of the pairs" in shown and "80 as the rule, 10 the other way, 10 tied" in shown
 
 
 @pytest.mark.parametrize("off", [{"gate": False}, {"policy_gate_prompts": 0}, {"enabled": False}])
