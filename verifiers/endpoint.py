@@ -86,6 +86,18 @@ class Endpoint(EndpointSettings):
     ) -> list[list[str]]:
         """n chat completions per prompt (a string, or a message list), one request per prompt,
         ``concurrency`` at a time. Asks again for the missing ones when a server returns fewer than n."""
+        choices = self.chat_choices(prompts, n=n, system=system, **params)
+        return [[(c.get("message") or {}).get("content") or "" for c in cs] for cs in choices]
+
+    def chat_choices(
+        self,
+        prompts: Sequence[str | list[dict[str, str]]],
+        *,
+        n: int = 1,
+        system: str | None = None,
+        **params: Any,
+    ) -> list[list[dict[str, Any]]]:
+        """`chat`'s n choices per prompt as the server sent them (with their ``logprobs`` when asked)."""
 
         def messages(prompt: str | list[dict[str, str]]) -> list[dict[str, str]]:
             head = [{"role": "system", "content": system}] if system else []
@@ -93,8 +105,8 @@ class Endpoint(EndpointSettings):
 
         with self.http() as client:
 
-            def one(prompt: str | list[dict[str, str]]) -> list[str]:
-                out: list[str] = []
+            def one(prompt: str | list[dict[str, str]]) -> list[dict[str, Any]]:
+                out: list[dict[str, Any]] = []
                 while len(out) < n:
                     body = {"model": self.model, "messages": messages(prompt), "n": n - len(out), **params}
                     choices = self.post(client, "/chat/completions", body).get("choices") or []
@@ -102,28 +114,36 @@ class Endpoint(EndpointSettings):
                         raise EndpointError(f"{self.url}/chat/completions: reply without choices")
                     try:
                         ordered = sorted(choices, key=lambda c: c.get("index", 0))
-                        out += [(c.get("message") or {}).get("content") or "" for c in ordered]
+                        if not all(isinstance(c.get("message") or {}, dict) for c in ordered):
+                            raise TypeError
                     except (AttributeError, TypeError):
                         raise EndpointError(
                             f"{self.url}/chat/completions: reply is not a chat completion"
                         ) from None
+                    out += ordered
                 return out[:n]
 
             return self._map(one, prompts)
 
     def complete(self, prompts: Sequence[str], *, n: int = 1, **params: Any) -> list[list[str]]:
         """n text completions per prompt, in requests of up to 16 prompts (the API takes a list)."""
+        return [[c["text"] for c in cs] for cs in self.complete_choices(prompts, n=n, **params)]
+
+    def complete_choices(self, prompts: Sequence[str], *, n: int = 1, **params: Any) -> list[list[dict]]:
+        """`complete`'s n choices per prompt as the server sent them (with their ``logprobs`` when asked)."""
         batches = [list(prompts[i : i + 16]) for i in range(0, len(prompts), 16)]
         with self.http() as client:
 
-            def one(batch: list[str]) -> list[list[str]]:
+            def one(batch: list[str]) -> list[list[dict]]:
                 data = self.post(
                     client, "/completions", {"model": self.model, "prompt": batch, "n": n, **params}
                 )
-                out: list[list[str]] = [[] for _ in batch]
+                out: list[list[dict]] = [[] for _ in batch]
                 try:
                     for c in sorted(data["choices"], key=lambda c: c["index"]):
-                        out[c["index"] // n].append(c["text"])
+                        if not isinstance(c["text"], str):
+                            raise TypeError
+                        out[c["index"] // n].append(c)
                 except (KeyError, IndexError, TypeError):
                     raise EndpointError(f"{self.url}/completions: reply is not a completion") from None
                 if any(len(texts) != n for texts in out):  # callers rely on n samples per prompt

@@ -152,7 +152,8 @@ def eval_cmd(
             "--policy",
             help="An m1model checkpoint (the policy a stage starts from): also grade its own sampled answers "
             "to general prompts the judge never trained on, by the five-grade judge and by the rule, and "
-            "count how often the judge orders two answers to one prompt as the rule does.",
+            "count how often the judge orders two answers to one prompt as the rule does (its grades as "
+            "genrm.grade_score says).",
         ),
     ] = None,
     policy_prompts: Annotated[int, typer.Option(min=2, help="General prompts --policy answers.")] = 64,
@@ -227,7 +228,14 @@ def _policy_order(cfg, policy, endpoint, model, k, max_tokens, grade_views, n, s
     from m1model.policy import CheckpointError
     from verifiers.genrm.grade import GradeJudge
 
-    judge = GradeJudge(url=endpoint, model=model, k=k, max_tokens=max_tokens, grade_views=grade_views)
+    judge = GradeJudge(
+        url=endpoint,
+        model=model,
+        k=k,
+        max_tokens=max_tokens,
+        grade_views=grade_views,
+        grade_score=cfg.genrm.grade_score,  # as the run's stages would score (`--set genrm.grade_score=...`)
+    )
     try:
         result = policy_order(
             judge,

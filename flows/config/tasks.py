@@ -201,6 +201,12 @@ class GenRMConfig(Section):
         "`Verdict: [[X]]` then EOS (a judge at M1_GENRM_URL that reasons takes M1_GENRM_MAX_TOKENS)",
     )
     k: int = Field(1, ge=1, description="judge samples averaged per five-grade judgment")
+    grade_score: Literal["sampled", "expected"] = Field(
+        "sampled",
+        description="a judged reward's grade: as the judge wrote it (sampled), or weighted by the judge's "
+        "probabilities at its grade token (expected, G-Eval: needs the endpoint's logprobs); the judge's "
+        "held-out measures read written grades either way",
+    )
     constraint_weight: float = Field(0.5, ge=0, description="pairwise judge: weight of the constraint rules")
     port: int = Field(0, ge=0, le=65535, description="loopback port of the judge server; 0: a free one")
     seed: int = 0

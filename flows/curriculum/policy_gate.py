@@ -72,6 +72,7 @@ def measure_inputs(config: PipelineConfig, verifier: str) -> dict[str, Any] | No
         "judge": judge,
         "verifier": verifier,
         "k": g.k,
+        "grade_score": g.grade_score,
         "policy": checkpoint_id(policy),
         "prompts": g.policy_gate_prompts,
         "genrm_seed": g.seed,  # its held-out prompts' seed follows (`policy_items`)

@@ -81,7 +81,8 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
         yield {}
         return
     share_judge()
-    options = {"k": config.genrm.k, "constraint_weight": config.genrm.constraint_weight}
+    g = config.genrm
+    options = {"k": g.k, "constraint_weight": g.constraint_weight, "grade_score": g.grade_score}
     if os.environ.get("M1_GENRM_URL"):
         yield {name: options for name in judged}
         return

@@ -5,6 +5,7 @@ combining the two orders, the Comparison records of `compare`, and mixing in the
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -16,7 +17,7 @@ from verifiers.endpoint import Endpoint
 from verifiers.genrm.grade import GradeJudge
 from verifiers.genrm.options import JudgeOptions
 from verifiers.genrm.pair import Comparison, PairJudge, combine, compare
-from verifiers.genrm.parse import parse_grade
+from verifiers.genrm.parse import expected_grade, parse_grade
 from verifiers.genrm.prompts import (
     GRADE_INSTRUCTIONS,
     PAIR_INSTRUCTIONS,
@@ -36,6 +37,8 @@ class Judge:
 
     def __init__(self) -> None:
         self.policy: Callable[[str], str] = lambda message: "Grade: 5"
+        # user message -> its grade token's probabilities, sent as OpenAI logprobs when a request asks
+        self.weights: Callable[[str], dict[int, float]] | None = None
         self.requests: list[tuple[str, dict]] = []
 
     def answer(self, path: str, body: dict) -> tuple[int, dict]:
@@ -43,16 +46,45 @@ class Judge:
         n = body.get("n", 1)
         if path == "/v1/chat/completions":
             message = body["messages"][-1]["content"]
-            choices = [{"index": i, "message": {"content": self.policy(message)}} for i in range(n)]
+            choices = [
+                {"index": i, "message": {"content": self.policy(message)}}
+                | self._logprobs(message, body, chat=True)
+                for i in range(n)
+            ]
         elif path == "/v1/completions":
             choices = [
-                {"index": p * n + i, "text": self.policy(prompt)}
+                {"index": p * n + i, "text": self.policy(prompt)} | self._logprobs(prompt, body, chat=False)
                 for p, prompt in enumerate(body["prompt"])
                 for i in range(n)
             ]
         else:
             return 404, {"error": f"no route {path}"}
         return 200, {"choices": choices}
+
+    def _logprobs(self, message: str, body: dict, chat: bool) -> dict:
+        """The reply `Grade: N` as the tokens "Grade", ":", " N", the last with the scripted weights."""
+        if not body.get("logprobs") or self.weights is None:
+            return {}
+        grade = self.policy(message).split()[-1]
+        tokens = [("Grade", {"Grade": 0.0}), (":", {":": 0.0})]
+        tokens.append((f" {grade}", {f" {g}": math.log(p) for g, p in self.weights(message).items()}))
+        if chat:
+            content = [
+                {
+                    "token": t,
+                    "logprob": top[t],
+                    "top_logprobs": [{"token": a, "logprob": lp} for a, lp in top.items()],
+                }
+                for t, top in tokens
+            ]
+            return {"logprobs": {"content": content}}
+        return {
+            "logprobs": {
+                "tokens": [t for t, _ in tokens],
+                "token_logprobs": [top[t] for t, top in tokens],
+                "top_logprobs": [top for _, top in tokens],
+            }
+        }
 
     @property
     def messages(self) -> list[str]:
@@ -171,7 +203,7 @@ def test_unknown_options_are_named_with_the_known_ones():
     known = "url, model, api, timeout_s, retries, concurrency"  # the endpoint's settings, then the judge's
     message = (
         f"unknown judge option(s): colour, size (known: {known}, "
-        "k, temperature, max_tokens, attempts, max_response_chars, constraint_weight, pair_method, grade_views)"
+        "k, temperature, max_tokens, attempts, max_response_chars, constraint_weight, pair_method, grade_views, grade_score)"
     )
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         JudgeOptions.resolve(size=1, colour="blue")
@@ -452,3 +484,75 @@ def test_a_partial_rule_reward_is_mixed_in_with_its_weight(judge):
     (r,) = PairJudge(url=url, model="pj", constraint_weight=0.5).verify([item])
     # three of four: r_c = 0.75, reward = (1 + 0.5 * 0.5) / 1.5
     assert r.reward == pytest.approx(1.25 / 1.5) and r.details["constraint_reward"] == 0.75
+
+
+# -- the expected grade (grade_score = "expected") -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "tokens,grade,expected",
+    [
+        (
+            [
+                ("Grade", {}),
+                (":", {}),
+                (" 4", {" 4": math.log(0.6), "5": math.log(0.3), " 3": math.log(0.1)}),
+            ],
+            4,
+            4.2,
+        ),
+        (
+            [(" 4", {" 4": math.log(0.3), "4": math.log(0.3), " 2": math.log(0.4)})],
+            4,
+            3.2,
+        ),  # " 4" and "4": one grade
+        (
+            [(" 5", {" 5": math.log(0.4), " 9": math.log(0.4), "x": math.log(0.2)})],
+            5,
+            5.0,
+        ),  # only grades count
+        ([(" 3", {})], 3, 3.0),  # no alternatives sent: the grade as written
+        ([(" 3", {" 3": math.log(0.5), " 1": math.log(0.5)}), ("3", {"3": 0.0})], 3, 3.0),  # the last "3"
+        ([("Grade", {}), (":", {})], 4, None),
+    ],
+)
+def test_the_expected_grade_weighs_the_grade_token_by_its_probabilities(tokens, grade, expected):
+    got = expected_grade(tokens, grade)
+    assert got == pytest.approx(expected) if expected is not None else got is None
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_an_expected_grade_judge_asks_for_logprobs_and_rewards_the_weighted_grade(judge, api):
+    url, j = judge
+    j.policy = lambda message: "Grade: 4"
+    j.weights = lambda message: {4: 0.6, 5: 0.3, 3: 0.1}
+    (r,) = GradeJudge(url=url, api=api, grade_score="expected").verify([ITEM])
+    assert r.reward == pytest.approx((4.2 - 1) / 4) and r.details["grades"] == [pytest.approx(4.2)]
+    ((_, body),) = j.requests
+    asked = {"logprobs": True, "top_logprobs": 20} if api == "chat" else {"logprobs": 20}
+    assert {k: body[k] for k in asked} == asked
+    (sampled,) = GradeJudge(url=url, api=api).verify([ITEM])  # the default asks for none
+    assert sampled.reward == 0.75 and "logprobs" not in j.requests[-1][1]
+
+
+def test_expected_grades_tell_apart_what_written_grades_tie(judge):
+    url, j = judge
+    j.policy = lambda message: "Grade: 4"
+    j.weights = lambda message: {4: 0.5, 5: 0.5} if "sure" in message else {4: 0.5, 3: 0.5}
+    items = [ITEM | {"response": "7, sure"}, ITEM | {"response": "7, maybe"}]
+    assert [r.reward for r in GradeJudge(url=url).verify(items)] == [0.75, 0.75]
+    weighed = GradeJudge(url=url, grade_score="expected").verify(items)
+    assert [r.details["grade"] for r in weighed] == [pytest.approx(4.5), pytest.approx(3.5)]
+    # both views: the lower expected grade counts; the pointwise pair method compares them
+    both = GradeJudge(url=url, grade_score="expected", grade_views="both").verify(items[:1])
+    assert both[0].details["grade"] == pytest.approx(4.5) and both[0].details["question_grades"]
+    opts = JudgeOptions.resolve(url=url, pair_method="pointwise", grade_score="expected")
+    (first_better,) = compare(opts, [(Q, "7, sure", "7, maybe")])
+    assert first_better.score == 1.0
+
+
+def test_an_endpoint_without_logprobs_fails_an_expected_grade_with_that_reason(judge):
+    url, j = judge
+    j.policy = lambda message: "Grade: 4"  # and no weights: the reply carries no logprobs
+    (r,) = GradeJudge(url=url, grade_score="expected").verify([ITEM])
+    assert r.reward == 0.0 and "needs each reply's token logprobs" in r.details["error"]

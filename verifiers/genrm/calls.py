@@ -3,6 +3,10 @@
 A reply the parser cannot read is not a verdict. Each such sample is asked again (at a temperature of
 at least 0.7, since a greedy judge would repeat itself) up to ``attempts`` times in all; what is still
 unread after that is reported as a failed judgment, never as a low score.
+
+With ``grade_score = "expected"`` a grade is weighted by the judge's own probabilities at the token that
+wrote it (`parse.expected_grade`): the replies carry their tokens' top logprobs, which vLLM and
+`m1 serve model` send on both APIs; an endpoint that sends none fails the batch with that message.
 """
 
 from __future__ import annotations
@@ -11,7 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifiers.endpoint import EndpointError
 from verifiers.genrm.options import JudgeOptions
+from verifiers.genrm.parse import expected_grade
+
+TOP_LOGPROBS = 20  # the grade token's alternatives: every grade a judge gives any mass is among them
 
 
 @dataclass
@@ -31,36 +39,75 @@ def ask(
     opts: JudgeOptions,
     prompts: Sequence[str],
     parse: Callable[[str], Any],
+    expected: bool = False,
 ) -> list[Judged]:
-    """k parsed verdicts per prompt. Raises `EndpointError` (for the whole batch) when the endpoint fails."""
+    """k parsed verdicts per prompt; with ``expected``, grades weighted by the judge's probabilities.
+    Raises `EndpointError` (for the whole batch) when the endpoint fails."""
     endpoint = opts.client()
     out = [Judged([None] * opts.k, [""] * opts.k) for _ in prompts]
     todo = [(i, j) for i in range(len(prompts)) for j in range(opts.k)]
+    chat = opts.api == "chat"
     for attempt in range(opts.attempts):
         if not todo:
             break
         temperature = opts.sampling_temperature if attempt == 0 else max(opts.sampling_temperature, 0.7)
-        params = {"max_tokens": opts.max_tokens, "temperature": temperature}
+        params: dict[str, Any] = {"max_tokens": opts.max_tokens, "temperature": temperature}
+        if expected:
+            params |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if chat else {"logprobs": TOP_LOGPROBS}
         # one request per prompt with n = the samples it still needs
         need: dict[int, list[int]] = {}
         for i, j in todo:
             need.setdefault(i, []).append(j)
         order = list(need)
         texts = [prompts[i] for i in order]
-        if opts.api == "chat":
-            replies = _by_count(endpoint.chat, texts, [len(need[i]) for i in order], params)
-        else:
-            replies = _by_count(endpoint.complete, texts, [len(need[i]) for i in order], params)
+        call = endpoint.chat_choices if chat else endpoint.complete_choices
+        replies = _by_count(call, texts, [len(need[i]) for i in order], params)
         todo = []
         for i, got in zip(order, replies, strict=True):
             out[i].attempts += 1
-            for j, reply in zip(need[i], got, strict=True):
+            for j, choice in zip(need[i], got, strict=True):
+                reply = ((choice.get("message") or {}).get("content") if chat else choice.get("text")) or ""
                 verdict = parse(reply)
+                if verdict is not None and expected:
+                    verdict = _weighed(choice, chat, verdict, endpoint.url)
                 out[i].replies[j] = reply
                 out[i].verdicts[j] = verdict
                 if verdict is None:
                     todo.append((i, j))
     return out
+
+
+def _weighed(choice: dict, chat: bool, grade: int, url: str) -> float:
+    """``grade`` weighted by the reply's own logprobs (`parse.expected_grade`)."""
+    logprobs = choice.get("logprobs") or {}
+    try:
+        if chat:  # OpenAI chat: content = [{token, logprob, top_logprobs: [{token, logprob}]}]
+            tokens = [
+                (
+                    t["token"],
+                    {t["token"]: t["logprob"]} | {a["token"]: a["logprob"] for a in t["top_logprobs"]},
+                )
+                for t in logprobs.get("content") or []
+            ]
+        else:  # OpenAI completions: tokens, token_logprobs, top_logprobs = [{token: logprob}]
+            tokens = [
+                (t, {t: lp} | dict(top or {}))
+                for t, lp, top in zip(
+                    logprobs.get("tokens") or [],
+                    logprobs.get("token_logprobs") or [],
+                    logprobs.get("top_logprobs") or [],
+                    strict=True,
+                )
+            ]
+    except (KeyError, TypeError, ValueError):
+        raise EndpointError(f"{url}: the reply's logprobs are not OpenAI's") from None
+    weighed = expected_grade(tokens, grade)
+    if weighed is None:
+        raise EndpointError(
+            f"{url}: grade_score = expected needs each reply's token logprobs (logprobs, top_logprobs), "
+            f"and the reply {choice!s:.200} has none for its grade {grade}"
+        )
+    return weighed
 
 
 def _by_count(call, texts: list[str], counts: list[int], params: dict) -> list[list[str]]:

@@ -9,6 +9,9 @@ run's judge, Best-of-8 0.69 -> 0.80 over three seeds, flows/genrm/README.md).
 
     reward = (grade - 1) / 4   in [0, 1]
 
+With ``grade_score = "expected"`` each grade is the judge's probability-weighted grade (a float in 1-5,
+verifiers/genrm/calls.py), so the reward is continuous.
+
 A judgment whose replies never held a readable grade is reward 0 with an ``error`` detail naming the
 judge's failure, so a training report can tell "the judge failed" from "the judge said 1"; an endpoint
 that is down fails the whole batch the same way, at once, with the endpoint's own message.
@@ -54,7 +57,7 @@ class GradeJudge(EndpointJudge):
                 prompts.append(point_prompt(question, response, self.opts.budget)[0])
         if prompts:
             try:
-                judged = ask(self.opts, prompts, parse_grade)
+                judged = ask(self.opts, prompts, parse_grade, self.opts.grade_score == "expected")
             except EndpointError as exc:
                 return self.endpoint_failed(out, exc)
             views = 2 if both else 1

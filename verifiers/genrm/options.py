@@ -13,6 +13,7 @@
 | `constraint_weight` | `M1_GENRM_CONSTRAINT_WEIGHT`  | 0.5          | pairwise: weight of the `constraints` rules    |
 | `pair_method`       | `M1_GENRM_PAIR_METHOD`        | `pairwise`   | pairwise: `pairwise` (A/B prompt, both orders) or `pointwise` (each text graded alone) |
 | `grade_views`       | `M1_GENRM_GRADE_VIEWS`        | `reference`  | five grades: against the reference (`reference`), or also against the question alone, the lower grade counting (`both`) |
+| `grade_score`       | `M1_GENRM_GRADE_SCORE`        | `sampled`    | a grade as written (`sampled`), or weighted by the judge's probabilities at its grade token (`expected`: needs logprobs) |
 | `timeout_s`         | `M1_GENRM_TIMEOUT_S`          | 120          | per request                                    |
 | `retries`           | `M1_GENRM_RETRIES`            | 3            | transport retries (connection errors, 429, 5xx)|
 | `concurrency`       | `M1_GENRM_CONCURRENCY`        | 16           | requests in flight                             |
@@ -37,6 +38,10 @@ PAIR_METHODS = ("pairwise", "pointwise")
 # What a five-grade judgment is against: the reference (M1 section 4.2.1), or the reference and, in a
 # second judgment, the question alone, the lower grade counting (verifiers/genrm/grade.py)
 GRADE_VIEWS = ("reference", "both")
+# What a grade is: the one the judge wrote (averaged over its k samples), or its expectation under the
+# judge's own probabilities at the grade token (G-Eval), which tells apart answers a written grade ties
+# (flows/genrm/README.md, the tenth round)
+GRADE_SCORES = ("sampled", "expected")
 
 
 class JudgeOptions(EndpointSettings):
@@ -53,6 +58,7 @@ class JudgeOptions(EndpointSettings):
     constraint_weight: float = 0.5
     pair_method: str = "pairwise"
     grade_views: str = "reference"
+    grade_score: str = "sampled"
 
     @classmethod
     def resolve(cls, **options: Any) -> JudgeOptions:
@@ -89,6 +95,8 @@ class JudgeOptions(EndpointSettings):
             raise ValueError(f"pair_method must be {' or '.join(PAIR_METHODS)}, not {self.pair_method!r}")
         if self.grade_views not in GRADE_VIEWS:
             raise ValueError(f"grade_views must be {' or '.join(GRADE_VIEWS)}, not {self.grade_views!r}")
+        if self.grade_score not in GRADE_SCORES:
+            raise ValueError(f"grade_score must be {' or '.join(GRADE_SCORES)}, not {self.grade_score!r}")
         if self.constraint_weight < 0:
             raise ValueError("constraint_weight must be >= 0")
         if self.max_response_chars < 200:

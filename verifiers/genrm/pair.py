@@ -115,7 +115,7 @@ def _compare_pointwise(opts: JudgeOptions, triples: Sequence[tuple[str, str, str
                 prompt, cut = point_prompt(question, text, opts.budget)
                 prompts.append(prompt)
                 cuts.append(cut)
-    judged = ask(opts, prompts, parse_grade)
+    judged = ask(opts, prompts, parse_grade, opts.grade_score == "expected")
     out = []
     for question, first, second in triples:
         i, j = index[(question, first)], index[(question, second)]

@@ -8,7 +8,9 @@ which the judges count as a failed judgment (retried, then an error), never as a
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping, Sequence
 
 _GRADE = re.compile(
     r"(?:grade|score|rating)\s*(?:is|of|=|:)?\s*[*_\s\"']*\s*(\d+(?:\.\d+)?)(?!\s*[-–:])"  # Grade: 4, score of **4**
@@ -45,3 +47,26 @@ def parse_verdict(text: str | None) -> str | None:
         raw = next(g for g in m.groups() if g is not None).upper()
         found = "C" if raw == "TIE" else raw
     return found
+
+
+def expected_grade(
+    tokens: Sequence[tuple[str, Mapping[str, float]]], grade: int, low: int = 1, high: int = 5
+) -> float | None:
+    """The judge's grade weighted by its own probabilities (G-Eval, Liu et al. 2023): at the token that
+    wrote ``grade`` (the last such token, as `parse_grade` reads the last statement), the mean of the
+    grades ``low``-``high`` under that token's top alternatives (``tokens``: each written token with its
+    alternatives' logprobs), renormalised over them. A judge sure of its grade gives the grade; one torn
+    between 4 and 5 gives about 4.5, so answers a sampled grade would tie are told apart. None when no
+    written token is that grade."""
+    for token, alternatives in reversed(tokens):
+        if token.strip() != str(grade):
+            continue
+        mass: dict[int, float] = {}
+        for alt, logprob in alternatives.items():
+            text = alt.strip()  # "4" and " 4" are two tokens of one grade
+            if text.isdigit() and low <= int(text) <= high:
+                mass[int(text)] = mass.get(int(text), 0.0) + math.exp(logprob)
+        if not mass:  # no alternatives sent for it
+            return float(grade)
+        return sum(g * p for g, p in mass.items()) / sum(mass.values())
+    return None
