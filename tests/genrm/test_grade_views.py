@@ -89,3 +89,17 @@ def test_the_evaluation_grades_both_ways_and_says_so():
     assert "lower of two" in note
     assert two.accuracy == 1.0 and two.best_of(8)["judge"] == 1.0
     assert one.best_of(8)["judge"] == pytest.approx(one.best_of(8)["random"], abs=0.15)
+
+
+def test_the_evaluation_reads_written_grades_whatever_the_rewards_use(monkeypatch):
+    """`M1_GENRM_GRADE_SCORE=expected` weighs the rewards a stage gets; the held-out measures compare whole
+    grades with the labels, so the evaluation asks for written ones (and no logprobs)."""
+    monkeypatch.setenv("M1_GENRM_GRADE_SCORE", "expected")
+    rows = [x.as_row() for x in labelled_set(0, 0, 8, seed=5)]
+    truth = {(r["question"], r["response"]): r["grade"] for r in rows}
+    with scripted_judge(lambda m: f"Grade: {truth[blocks(m)['question'], blocks(m)['response']]}") as (
+        url,
+        _,
+    ):
+        result = evaluate_judge(url, rows, ns=(8,), draws=5, pairwise=False)
+    assert result.accuracy == 1.0 and result.failed == 0

@@ -335,7 +335,10 @@ def evaluate_judge(
     against what ``grade_views`` says (None: ``M1_GENRM_GRADE_VIEWS`` or the reference).
     ``max_tokens`` per judgment: None takes ``M1_GENRM_MAX_TOKENS`` or the judges' default.
     An endpoint that failed every judgment is an `EndpointError` with the first one's message."""
-    judge = GradeJudge(url=url, model=model, k=k, max_tokens=max_tokens, grade_views=grade_views)
+    # written grades, whatever M1_GENRM_GRADE_SCORE says: the labels and the confusion are whole grades
+    judge = GradeJudge(
+        url=url, model=model, k=k, max_tokens=max_tokens, grade_views=grade_views, grade_score="sampled"
+    )
     items = [{"prompt": r["question"], "reference": r["reference"], "response": r["response"]} for r in rows]
     rewards = judge.verify(items)
     if rewards and all("judge endpoint failed" in r.details.get("error", "") for r in rewards):
@@ -386,7 +389,9 @@ def evaluate_judge(
         grade_views=judge.opts.grade_views,
     )
     if pairwise:
-        opts = JudgeOptions.resolve(url=url, model=model, max_tokens=max_tokens, pair_method=pair_method)
+        opts = JudgeOptions.resolve(
+            url=url, model=model, max_tokens=max_tokens, pair_method=pair_method, grade_score="sampled"
+        )
         result.pairwise = _pairwise(opts, rows, pair_domains, max_pairs_per_class, seed)
     return result
 
