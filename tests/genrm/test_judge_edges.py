@@ -556,3 +556,20 @@ def test_an_endpoint_without_logprobs_fails_an_expected_grade_with_that_reason(j
     j.policy = lambda message: "Grade: 4"  # and no weights: the reply carries no logprobs
     (r,) = GradeJudge(url=url, grade_score="expected").verify([ITEM])
     assert r.reward == 0.0 and "needs each reply's token logprobs" in r.details["error"]
+
+
+def test_a_grade_written_inside_a_larger_token_counts_as_written(judge):
+    url, j = judge
+    j.policy = lambda message: "Grade: 4"
+    j.weights = lambda message: {4: 0.5, 5: 0.5}
+    real = j._logprobs
+
+    def glued(message, body, chat):  # the tokenizer wrote " 4." as one token: nothing to weigh it by
+        out = real(message, body, chat)
+        if chat:
+            out["logprobs"]["content"][-1]["token"] = " 4."
+        return out
+
+    j._logprobs = glued
+    (r,) = GradeJudge(url=url, grade_score="expected").verify([ITEM])
+    assert r.details["grade"] == 4.0 and "error" not in r.details

@@ -101,18 +101,19 @@ def _weighed(choice: dict, chat: bool, grade: int, url: str) -> float:
             ]
     except (KeyError, TypeError, ValueError):
         raise EndpointError(f"{url}: the reply's logprobs are not OpenAI's") from None
-    weighed = expected_grade(tokens, grade)
-    if weighed is None:
+    if not tokens:
         raise EndpointError(
             f"{url}: grade_score = expected needs each reply's token logprobs (logprobs, top_logprobs), "
-            f"and the reply {choice!s:.200} has none for its grade {grade}"
+            f"and the reply {choice!s:.200} has none"
         )
-    return weighed
+    weighed = expected_grade(tokens, grade)
+    # a grade the tokenizer wrote inside a larger token ("4." or "**4"): it has no alternatives to weigh
+    return float(grade) if weighed is None else weighed
 
 
-def _by_count(call, texts: list[str], counts: list[int], params: dict) -> list[list[str]]:
+def _by_count(call, texts: list[str], counts: list[int], params: dict) -> list[list[dict]]:
     """``call(texts, n=...)`` for prompts that need different numbers of samples (grouped by n)."""
-    out: list[list[str]] = [[] for _ in texts]
+    out: list[list[dict]] = [[] for _ in texts]
     for n in sorted(set(counts)):
         idx = [i for i, c in enumerate(counts) if c == n]
         for i, replies in zip(idx, call([texts[i] for i in idx], n=n, **params), strict=True):
