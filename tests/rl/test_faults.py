@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 
@@ -64,14 +65,14 @@ def kill_at_random_step(cmd, env, stage: Path, seed: int) -> int:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         time.sleep(delay)
-        tree = descendants(proc.pid)  # the flow process, torchrun's agent and its workers
+        tree = psutil.Process(proc.pid).children(recursive=True)  # the flow process, torchrun's agent, ranks
         os.kill(proc.pid, signal.SIGKILL)
         code = proc.wait()
         # The kill reaches them one hop at a time (PR_SET_PDEATHSIG, a process group): until the last is
         # gone, rank 0 may still finish the stage. Judge what they left, not a moment of it.
         deadline = time.monotonic() + 60
-        while any(alive(pid) for pid in tree):
-            assert time.monotonic() < deadline, f"outlived the kill: {[p for p in tree if alive(p)]}"
+        while any(alive(p) for p in tree):
+            assert time.monotonic() < deadline, f"outlived the kill: {[p.pid for p in tree if alive(p)]}"
             time.sleep(0.05)
         if not (stage / "final").exists():  # killed while it ran
             assert code == -signal.SIGKILL
@@ -80,27 +81,11 @@ def kill_at_random_step(cmd, env, stage: Path, seed: int) -> int:
     pytest.fail(f"the run ended before every kill after step {target}")
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (from /proc's parent links)."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:  # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    found, frontier = [], [pid]
-    while frontier:
-        children = [child for child, parent in parents.items() if parent in frontier]
-        found += children
-        frontier = children
-    return found
-
-
-def alive(pid: int) -> bool:
+def alive(proc: psutil.Process) -> bool:
     """Running, or dying but not yet a zombie (a zombie holds no files and runs nothing)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
 
 
