@@ -35,6 +35,13 @@ class EndpointUnavailable(EndpointError):
     unlike a 4xx or a malformed reply, which would fail the same way again."""
 
 
+def choice_text(choice: dict[str, Any]) -> str:
+    """The text of one choice of either API: a chat message's content or a completion's text."""
+    if "message" in choice:
+        return (choice.get("message") or {}).get("content") or ""
+    return choice.get("text") or ""
+
+
 class EndpointSettings(BaseModel):
     """Where and how to reach an OpenAI-compatible endpoint (vLLM, `m1 serve model`, a hosted API): the one
     settings model that the config's endpoint sections (flows.config.EndpointConfig), the judges' options
@@ -87,7 +94,7 @@ class Endpoint(EndpointSettings):
         """n chat completions per prompt (a string, or a message list), one request per prompt,
         ``concurrency`` at a time. Asks again for the missing ones when a server returns fewer than n."""
         choices = self.chat_choices(prompts, n=n, system=system, **params)
-        return [[(c.get("message") or {}).get("content") or "" for c in cs] for cs in choices]
+        return [[choice_text(c) for c in cs] for cs in choices]
 
     def chat_choices(
         self,
@@ -127,7 +134,7 @@ class Endpoint(EndpointSettings):
 
     def complete(self, prompts: Sequence[str], *, n: int = 1, **params: Any) -> list[list[str]]:
         """n text completions per prompt, in requests of up to 16 prompts (the API takes a list)."""
-        return [[c["text"] for c in cs] for cs in self.complete_choices(prompts, n=n, **params)]
+        return [[choice_text(c) for c in cs] for cs in self.complete_choices(prompts, n=n, **params)]
 
     def complete_choices(self, prompts: Sequence[str], *, n: int = 1, **params: Any) -> list[list[dict]]:
         """`complete`'s n choices per prompt as the server sent them (with their ``logprobs`` when asked)."""

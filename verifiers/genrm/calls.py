@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers.endpoint import EndpointError
+from verifiers.endpoint import EndpointError, choice_text
 from verifiers.genrm.options import JudgeOptions
 from verifiers.genrm.parse import expected_grade
 
@@ -66,7 +66,7 @@ def ask(
         for i, got in zip(order, replies, strict=True):
             out[i].attempts += 1
             for j, choice in zip(need[i], got, strict=True):
-                reply = ((choice.get("message") or {}).get("content") if chat else choice.get("text")) or ""
+                reply = choice_text(choice)
                 verdict = parse(reply)
                 if verdict is not None and expected:
                     verdict = _weighed(choice, chat, verdict, endpoint.url)
