@@ -97,23 +97,28 @@ def policy_gate(config: PipelineConfig, curriculum: Curriculum) -> str | None:
     """Why the general domain must not train on the judge, from the kept measurement; None when it passes,
     or when it is not measured yet (the training flows measure it before they plan: flows/train.py
     `training_curriculum`)."""
-    verifier = judged_verifier(config, curriculum)
-    order = recorded_order(config, verifier) if verifier else None
+    order = _kept(config, curriculum)
     if order is None or (why := order.gate(config.genrm.policy_gate_margin)) is None:
         return None
-    return f"on the answers of the checkpoint it starts from ({start_policy(config).name}), {why}"
+    return f"{_on_answers(config)}, {why}"
 
 
 def passed(config: PipelineConfig, curriculum: Curriculum) -> str | None:
     """What the kept measurement shows, for the run report, when the judge passed it; None when it did
     not (`policy_gate` says why) or nothing was measured."""
-    verifier = judged_verifier(config, curriculum)
-    order = recorded_order(config, verifier) if verifier else None
+    order = _kept(config, curriculum)
     if order is None or order.gate(config.genrm.policy_gate_margin) is not None:
         return None
-    return (
-        f"on the answers of the checkpoint it starts from ({start_policy(config).name}), {order.describe()}"
-    )
+    return f"{_on_answers(config)}, {order.describe()}"
+
+
+def _kept(config: PipelineConfig, curriculum: Curriculum) -> PolicyOrder | None:
+    verifier = judged_verifier(config, curriculum)
+    return recorded_order(config, verifier) if verifier else None
+
+
+def _on_answers(config: PipelineConfig) -> str:
+    return f"on the answers of the checkpoint it starts from ({start_policy(config).name})"
 
 
 def unmeasured(config: PipelineConfig, curriculum: Curriculum) -> str | None:
