@@ -21,7 +21,7 @@ from flows.artifacts import artifact_key
 from flows.atomic import atomic_write_text
 from flows.config import PipelineConfig
 from flows.curriculum.evaluation import benchmark_sets, eval_sets, evaluate_sets, pooled, rates
-from flows.curriculum.fingerprint import judge_identity, judged, versions
+from flows.curriculum.fingerprint import judge_identity, judged, judged_config, versions
 from flows.curriculum.mixture import run_data
 from flows.curriculum.plan import active_curriculum
 from flows.curriculum.prompts import encode_prompt, stop_ids
@@ -40,13 +40,14 @@ from verifiers.base import default_registry, verify_safely
 def evaluation_inputs(config: PipelineConfig, checkpoint: str, curriculum, refs, domains) -> dict[str, Any]:
     """What an evaluation's result is a function of (see the module docstring)."""
     cache = DatasetStore(config.home).root / "cache"
+    is_judged = judged(names := curriculum.verifier_names(evaluation=True), domains)
     return {
         "checkpoint": checkpoint_id(checkpoint),
-        "config": config_inputs("evaluation", config),
+        "config": judged_config(config_inputs("evaluation", config), is_judged),
         "datasets": versions(refs),
         "files": {b.path: file_digest(b.path, cache) for b in config.data.benchmarks},
-        "verifiers": (names := curriculum.verifier_names(evaluation=True)),
-        "judge": judge_identity(config) if judged(names, domains) else None,
+        "verifiers": names,
+        "judge": judge_identity(config) if is_judged else None,
         "release": RELEASE,
     }
 

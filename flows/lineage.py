@@ -89,7 +89,7 @@ READS: dict[str, tuple[str, ...]] = {
         "eval.fractions",
         "curate.minhash",
         "plugin_dirs",
-        "genrm.k",
+        "genrm.k",  # how a judge is asked: read only where one scores (fingerprint.judged_config)
         "genrm.grade_score",
         "genrm.constraint_weight",
         "genrm.judge_max_tokens",
@@ -102,7 +102,7 @@ READS: dict[str, tuple[str, ...]] = {
         "curate.minhash",
         "data.benchmarks",
         "plugin_dirs",
-        "genrm.k",
+        "genrm.k",  # how a judge is asked: read only where one scores (fingerprint.judged_config)
         "genrm.grade_score",
         "genrm.constraint_weight",
         "genrm.judge_max_tokens",

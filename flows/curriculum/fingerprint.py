@@ -45,6 +45,12 @@ def judged(verifiers: dict[str, str], domains) -> bool:
     return any(verifiers.get(d, "").startswith(JUDGED) for d in domains)
 
 
+def judged_config(inputs: dict[str, Any], is_judged: bool) -> dict[str, Any]:
+    """A stage's or an evaluation's config inputs (`config_inputs`), less how a judge is asked (its
+    ``genrm.*`` fields) where no judge scores it: another grade_score must not retrain a rule-scored stage."""
+    return inputs if is_judged else {k: v for k, v in inputs.items() if not k.startswith("genrm.")}
+
+
 def base_inputs(config: PipelineConfig, refs: list[str]) -> dict[str, Any]:
     return {"config": config_inputs("base", config), "datasets": versions(refs), "release": RELEASE}
 
@@ -58,13 +64,14 @@ def stage_inputs(
     start_id: str,
 ) -> dict[str, Any]:
     domains = {key.split("/")[0] for key in stage_dump.get("mixture", {})}
+    is_judged = judged(verifiers, domains)
     return {
-        "config": config_inputs("stage", config, train=tc),
+        "config": judged_config(config_inputs("stage", config, train=tc), is_judged),
         "stage": stage_dump,
         "verifiers": {d: v for d, v in verifiers.items() if d in domains},  # of the domains it trains
         "datasets": versions(refs),
         "start": start_id,
-        "judge": judge_identity(config) if judged(verifiers, domains) else None,
+        "judge": judge_identity(config) if is_judged else None,
         "release": RELEASE,
     }
 

@@ -20,7 +20,7 @@ import flows.tasks.logic as logic
 from flows.config import PipelineConfig
 from flows.curate.flow import curation_inputs, pass_rate_inputs
 from flows.curriculum import load_curriculum
-from flows.curriculum.fingerprint import base_inputs, stage_inputs
+from flows.curriculum.fingerprint import base_inputs, judged, stage_inputs
 from flows.curriculum.settings import stage_train_config
 from flows.evaluate import evaluation_inputs
 from flows.genrm.judge_cache import judge_inputs_hash
@@ -118,15 +118,20 @@ def real_inputs(config: PipelineConfig) -> dict[str, Any]:
 def keys(thing: str, config: PipelineConfig, dotted: str) -> set[str]:
     """Which of `real_inputs` a thing of READS is, for this field: a stage whose curriculum or own
     overrides set a train field does not read the config's value of it; the curated data reads the
-    pass-rate settings only where `m1 curate run` filters inside curation (the filter on)."""
+    pass-rate settings only where `m1 curate run` filters inside curation (the filter on); a stage or the
+    evaluation reads how a judge is asked only where a judge scores it."""
+    tiny = load_curriculum("tiny")
+    asked = dotted.startswith("genrm.")  # how a judge is asked: read only where a judge scores
     if thing == "stage":
-        tiny = load_curriculum("tiny")
         field = dotted.removeprefix("train.")
         return {
             f"stage {s.name}"
             for s in tiny.stages
             if not (dotted.startswith("train.") and field in tiny.overrides | s.overrides)
+            and not (asked and not judged(tiny.verifiers, {k.split("/")[0] for k in s.mixture}))
         }
+    if thing == "evaluation" and asked:
+        return {thing} if judged(tiny.verifier_names(evaluation=True), {"math", "general"}) else set()
     if thing == "curated":
         return {"curated", "curated+pass-rate"}
     if thing == "pass-rate":

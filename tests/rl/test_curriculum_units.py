@@ -72,3 +72,36 @@ def test_the_datasets_read_and_the_start_are_part_of_a_stages_fingerprint():
     old = stage_inputs(config, {"name": "s"}, config.train, {}, ["t-curated@v1"], "start")
     new = stage_inputs(config, {"name": "s"}, config.train, {}, ["t-curated@v2"], "other start")
     assert changes(old, new) == ["t-curated v1 -> v2", "start checkpoint replaced"]
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("k", 3), ("grade_score", "expected"), ("constraint_weight", 0.9), ("judge_max_tokens", 64)],
+)
+def test_how_a_judge_is_asked_is_an_input_only_where_a_judge_scores(tmp_path, field, value):
+    from flows.evaluate import evaluation_inputs
+
+    config = PipelineConfig(home=str(tmp_path))
+    other = config.model_copy(update={"genrm": config.genrm.model_copy(update={field: value})})
+    refs = ["t-curated@v1", "t-general@v1"]
+
+    def stage(cfg, verifiers, mixture):
+        return fingerprint(
+            stage_inputs(cfg, {"name": "s", "mixture": mixture}, cfg.train, verifiers, refs, "x")
+        )
+
+    ruled = ({"math": "math", "general": "genrm-grade"}, {"math": 1.0})
+    mixed = ({"math": "math", "general": "genrm-grade"}, {"math": 0.5, "general": 0.5})
+    assert stage(config, *ruled) == stage(other, *ruled)  # no judge scores it: nothing to retrain
+    assert stage(config, *mixed) != stage(other, *mixed)
+
+    curriculum = load_curriculum("tiny")  # held out: general by its rule grade, not the judge
+
+    def evaluation(cfg, domains):
+        return fingerprint(evaluation_inputs(cfg, str(tmp_path), curriculum, refs, domains))
+
+    assert evaluation(config, {"math", "general"}) == evaluation(other, {"math", "general"})
+    judged_eval = curriculum.model_copy(update={"eval_verifiers": {"general": "genrm-grade"}})
+    assert fingerprint(
+        evaluation_inputs(config, str(tmp_path), judged_eval, refs, {"general"})
+    ) != fingerprint(evaluation_inputs(other, str(tmp_path), judged_eval, refs, {"general"}))
