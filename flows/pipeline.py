@@ -30,6 +30,7 @@ from flows.curriculum.plan import active_curriculum, general_gate
 from flows.datasets import CODE, CURATED, GENERAL, PRODUCERS, SYNLOGIC, dataset_name, produced, producer
 from flows.evaluate import evaluate
 from flows.genrm.ahead import judge_ahead
+from flows.genrm.files import user_judge
 from flows.genrm.flow import general_reusable, write_general
 from flows.genrm.serve import run_judge
 from flows.prerequisites import check as check_machine
@@ -91,9 +92,9 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
     store = DatasetStore(config.home)
     report = RunReport(name=config.name)
 
-    def produce(kind: str, cfg: PipelineConfig, reused: bool = True) -> None:
+    def produce(kind: str, cfg: PipelineConfig, reused: bool = True) -> dict:
         """A producer's flow, its dataset row and its report section (``reused``: False when the
-        pipeline wrote its dataset just now, ahead of the flow)."""
+        pipeline wrote its dataset just now, ahead of the flow); the flow's result."""
         flow_fn = producer(kind)
         out = flow_fn(cfg)
         report.add_dataset(
@@ -101,6 +102,7 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
         )
         if section := out.get("report"):
             report.sections.append(section)
+        return out
 
     # the judge trains beside curation, the producers and the SFT warm start, on the core they leave idle
     # (flows/genrm/ahead.py); the general-task flow, which waits for it, runs after the warm start
@@ -124,8 +126,10 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
             write_general(config)  # the warm start trains on it; the judge is not needed before the stages
         base = warm_start(config)
         report.base = base
+        judge_trained = None  # no judge of the run's own: switched off, or the user's at M1_GENRM_URL
         if general:
-            produce(GENERAL, config, reused=general_existed)
+            out = produce(GENERAL, config, reused=general_existed)
+            judge_trained = None if user_judge(config) else out["trained"]
 
     datasets = [
         d for d in (dataset_name(config.name, k) for k in (CURATED, SYNLOGIC, CODE)) if store.latest(d)
@@ -174,6 +178,7 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
         "report": str(store.root / "runs" / config.name / "report.md"),
         "subflows": report.subflows,
         "stages": report.stages,
+        "judge_trained": judge_trained,
         "before": before["rates"],
         "after": after["rates"],
         "heldout": [change_sentence(n, report.before[n], report.after[n]) for n in _paired(report)],

@@ -88,9 +88,12 @@ def run(
 def this_run(result: dict) -> str:
     """One line: what this run built and trained, and what it reused as it was."""
     built = [s["dataset"] for s in result["subflows"] if s["this run"] == "built"]
-    trained = [s["stage"] for s in result["stages"] if not s.get("reused")]
-    reused = sum(s["this run"] == "reused" for s in result["subflows"]) + sum(
-        bool(s.get("reused")) for s in result["stages"]
+    judge = result.get("judge_trained")
+    trained = ["the judge"] * bool(judge) + [s["stage"] for s in result["stages"] if not s.get("reused")]
+    reused = (
+        sum(s["this run"] == "reused" for s in result["subflows"])
+        + sum(bool(s.get("reused")) for s in result["stages"])
+        + (judge is False)
     )
     if not built and not trained:
         return f"this run: nothing built or trained ({reused} things reused: their inputs are unchanged)"

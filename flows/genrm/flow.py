@@ -144,7 +144,10 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     built_because = DatasetStore(config.home).built_from(general.rsplit("@v", 1)[0], general_tasks.name)[
         "reason"
     ]
-    logger.info("general items: %s (built because: %s)", general, built_because)
+    if had:
+        logger.info("general items: %s unchanged (same inputs as when it was built): reused", general)
+    else:
+        logger.info("general items: %s built (because: %s)", general, built_because)
     if user := user_judge(config):
         where, trained = f"{user[1]} at {user[0]} (M1_GENRM_URL)", False
         result = measure_user_judge(config, *user)
@@ -185,7 +188,7 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         "general": general,
         "manifest": json.loads(store.manifest(*_ref(general)).to_json()),
         "built_because": built_because,
-        "reused": had and not trained,
+        "reused": had,  # the dataset; the judge's own state is `trained`
         "report": "# Generative reward model\n\n" + markdown,
         "judge": user[0] if user else str(judge_dir(config)),
         "trained": trained,

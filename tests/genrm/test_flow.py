@@ -55,7 +55,7 @@ def test_general_tasks_trains_a_judge_that_beats_the_baseline_and_serves_it(tmp_
     # baseline of 0.356) in 60% of the time; 120 steps reach only 0.494
     config = PipelineConfig(name="gr", home=str(tmp_path / "home"), genrm={"judge_steps": 180})
     first = general_tasks(config)
-    assert first["trained"] is True
+    assert first["trained"] is True and first["reused"] is False
     rows = {r["metric"]: r for r in first["eval"]}
     grade = rows["grade accuracy"]
     assert grade["value"] >= grade["baseline"] + MARGIN, rows
@@ -67,7 +67,7 @@ def test_general_tasks_trains_a_judge_that_beats_the_baseline_and_serves_it(tmp_
     assert general.height == config.genrm.general_items
 
     again = general_tasks(config)  # same inputs: the judge is reused, the dataset not rewritten
-    assert again["trained"] is False and again["general"] == first["general"]
+    assert again["trained"] is False and again["general"] == first["general"] and again["reused"] is True
 
     items = general.head(4).to_dicts()
     with served_judge(judge_dir(config)) as url:
