@@ -73,6 +73,11 @@ def write_general(config: PipelineConfig) -> str:
     return f"{name}@v{record['version']}"
 
 
+def general_built_because(config: PipelineConfig, ref: str) -> str:
+    """Why ``{run}-general`` at ``ref`` (``name@vN``) was built, as recorded when it was."""
+    return DatasetStore(config.home).built_from(ref.rsplit("@v", 1)[0], general_tasks.name)["reason"]
+
+
 def measured_judge(config: PipelineConfig) -> JudgeEval | None:
     """The evaluation of the judge this run's general stage would train on: the user's judge's, when one
     is set and was measured at that URL (`general_tasks` measures it), else the run's own judge's (when it
@@ -141,9 +146,7 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     use_threads(config.train)
     had = general_reusable(config)
     general = write_general(config)
-    built_because = DatasetStore(config.home).built_from(general.rsplit("@v", 1)[0], general_tasks.name)[
-        "reason"
-    ]
+    built_because = general_built_because(config, general)
     if had:
         logger.info("general items: %s unchanged (same inputs as when it was built): reused", general)
     else:

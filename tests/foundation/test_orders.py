@@ -111,6 +111,9 @@ def test_tasks_then_run_then_every_command_again(setup):
     logic = versions(home)["order-synlogic"]
     first = m1("run", env=env, config=config)
     assert versions(home)["order-synlogic"] == logic == ["v0001"]  # not rebuilt because curated exists now
+    # the pipeline writes the general items ahead of their flow, which then reuses them
+    assert "general items: order-general@v1 built (because: first build)" in first.stdout + first.stderr
+    assert "order-general@v1; trained the judge, " in first.stdout
     built = versions(home)
     report = (home / "runs" / "order" / "report.md").read_text()
 
@@ -128,6 +131,7 @@ def test_tasks_then_run_then_every_command_again(setup):
         assert words not in log, words
     assert "before: evaluated on the same inputs before: reused" in log
     assert "reused" in again.stdout and "built" not in again.stdout.split("report:")[0].split("this run")[1]
+    assert "general items: order-general@v1 unchanged (same inputs as when it was built): reused" in log
     assert first.stdout.count("\n") > 5
 
     m1("curate", "run", env=env, config=config)
