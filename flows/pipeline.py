@@ -31,7 +31,7 @@ from flows.datasets import CODE, CURATED, GENERAL, PRODUCERS, SYNLOGIC, dataset_
 from flows.evaluate import evaluate
 from flows.genrm.ahead import judge_ahead
 from flows.genrm.files import user_judge
-from flows.genrm.flow import general_built_because, general_reusable, write_general
+from flows.genrm.flow import general_built_because, general_items_line, general_reusable, write_general
 from flows.genrm.serve import run_judge
 from flows.prerequisites import check as check_machine
 from flows.prerequisites import needed
@@ -125,7 +125,7 @@ def pipeline(config: PipelineConfig = PipelineConfig()) -> dict:  # noqa: B008 -
             general_existed = general_reusable(config)
             ref = write_general(config)  # the warm start trains on it; the judge is needed from the stages on
             if not general_existed:  # the general-task flow then finds it and reuses it
-                logger.info("general items: %s built (because: %s)", ref, general_built_because(config, ref))
+                logger.info(general_items_line(ref, False, general_built_because(config, ref)))
         base = warm_start(config)
         report.base = base
         judge_trained = None  # no judge of the run's own: switched off, or the user's at M1_GENRM_URL

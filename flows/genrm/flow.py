@@ -78,6 +78,14 @@ def general_built_because(config: PipelineConfig, ref: str) -> str:
     return DatasetStore(config.home).built_from(ref.rsplit("@v", 1)[0], general_tasks.name)["reason"]
 
 
+def general_items_line(ref: str, reused: bool, built_because: str) -> str:
+    """The log line for ``{run}-general``, one spelling for the pipeline (which writes it ahead of the
+    warm start) and the flow."""
+    if reused:
+        return f"general items: {ref} unchanged (same inputs as when it was built): reused"
+    return f"general items: {ref} built (because: {built_because})"
+
+
 def measured_judge(config: PipelineConfig) -> JudgeEval | None:
     """The evaluation of the judge this run's general stage would train on: the user's judge's, when one
     is set and was measured at that URL (`general_tasks` measures it), else the run's own judge's (when it
@@ -147,10 +155,7 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
     had = general_reusable(config)
     general = write_general(config)
     built_because = general_built_because(config, general)
-    if had:
-        logger.info("general items: %s unchanged (same inputs as when it was built): reused", general)
-    else:
-        logger.info("general items: %s built (because: %s)", general, built_because)
+    logger.info(general_items_line(general, had, built_because))
     if user := user_judge(config):
         where, trained = f"{user[1]} at {user[0]} (M1_GENRM_URL)", False
         result = measure_user_judge(config, *user)
