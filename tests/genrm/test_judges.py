@@ -76,6 +76,45 @@ def test_grade_judge_scores_and_averages_k_samples():
     assert "<reference>\n7\n</reference>" in script.messages[0]  # the reference's final answer
 
 
+def test_an_ensemble_of_judges_pools_their_grades_in_url_order():
+    with (
+        scripted_judge(lambda m: "Grade: 5") as (a, sa),
+        scripted_judge(lambda m: "Grade: 2") as (b, sb),
+        scripted_judge(lambda m: "Grade: 3") as (c, _),
+    ):
+        (r,) = GradeJudge(url=f"{a}, {b},{c}", k=2).verify([ITEM | {"response": "\\boxed{7}"}])
+        (alone,) = GradeJudge(url=a).verify([ITEM | {"response": "\\boxed{7}"}])
+    assert r.details["grades"] == [5, 5, 2, 2, 3, 3]  # k samples from each judge, in the URL's order
+    assert r.reward == pytest.approx((10 / 3 - 1) / 4) and alone.reward == 1.0
+    assert sa.messages[0] == sb.messages[0]  # every judge is asked the same prompt
+
+
+def test_an_ensemble_fails_when_one_of_its_judges_is_down():
+    with scripted_judge(lambda m: "Grade: 5") as (url, _):
+        judge = GradeJudge(url=f"{url},http://127.0.0.1:9/v1", retries=0, timeout_s=2)
+        (r,) = verify_safely(judge, [ITEM | {"response": "\\boxed{7}"}])
+    assert (
+        r.reward == 0
+        and "judge endpoint failed" in r.details["error"]
+        and "127.0.0.1:9" in r.details["error"]
+    )
+
+
+def test_an_ensemble_of_pairwise_judges_pools_both_orders_of_each():
+    first = lambda m: "Verdict: [[A]]"  # noqa: E731 - always the first shown: a tie over both orders
+    honest = lambda m: "Verdict: [[A]]" if "7" in blocks(m)["response_a"] else "Verdict: [[B]]"  # noqa: E731
+    with scripted_judge(first) as (a, _), scripted_judge(honest) as (b, _):
+        pair = {"prompt": Q, "reference": "\\boxed{8}", "response": "\\boxed{7}"}
+        (one,) = PairJudge(url=b, pair_method="pairwise").verify([pair])
+        (two,) = PairJudge(url=f"{a},{b}", pair_method="pairwise").verify([pair])
+        (three,) = PairJudge(url=f"{a},{b},{b}", pair_method="pairwise").verify([pair])
+    assert one.reward == 1.0
+    # each order pools every judge's verdicts: with the biased judge one of two, the order that shows the
+    # response second is a tie, so the orders disagree and the pair is a tie; one of three: 2/3 and 1/3 win
+    assert two.reward == 0.0 and two.details["backward"] == 0.0
+    assert three.reward == pytest.approx((1 + 1 / 3) / 2)
+
+
 def test_honest_judge_separates_right_and_wrong():
     with scripted_judge(honest_grade) as (url, _):
         right, wrong = GradeJudge(url=url).verify(

@@ -7,15 +7,20 @@ unread after that is reported as a failed judgment, never as a low score.
 With ``grade_score = "expected"`` a grade is weighted by the judge's own probabilities at the token that
 wrote it (`parse.expected_grade`): the replies carry their tokens' top logprobs, which vLLM and
 `m1 serve model` send on both APIs; an endpoint that sends none fails the batch with that message.
+
+With several endpoints (``url`` a comma-separated list: an ensemble of judges) every prompt is asked of
+each, k samples apiece, and a prompt's verdicts are theirs in that order (endpoint-major), so a grade's
+mean is the ensemble's mean grade (reward-model ensembles, Coste et al. 2023).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers.endpoint import EndpointError, choice_text
+from verifiers.endpoint import Endpoint, EndpointError, choice_text
 from verifiers.genrm.options import JudgeOptions
 from verifiers.genrm.parse import expected_grade
 
@@ -41,9 +46,30 @@ def ask(
     parse: Callable[[str], Any],
     expected: bool = False,
 ) -> list[Judged]:
-    """k parsed verdicts per prompt; with ``expected``, grades weighted by the judge's probabilities.
-    Raises `EndpointError` (for the whole batch) when the endpoint fails."""
-    endpoint = opts.client()
+    """k parsed verdicts per prompt from each endpoint of ``opts.url`` (one, or a comma-separated ensemble,
+    in that order); with ``expected``, grades weighted by each judge's probabilities. Raises
+    `EndpointError` (for the whole batch) when an endpoint fails."""
+    clients = opts.clients()
+    if len(clients) == 1:
+        return _ask_one(clients[0], opts, prompts, parse, expected)
+    out = [Judged(attempts=0) for _ in prompts]
+    with ThreadPoolExecutor(len(clients)) as pool:  # each judge is its own server: ask them at once
+        answers = list(pool.map(lambda e: _ask_one(e, opts, prompts, parse, expected), clients))
+    for answer in answers:
+        for mine, theirs in zip(out, answer, strict=True):
+            mine.verdicts += theirs.verdicts
+            mine.replies += theirs.replies
+            mine.attempts = max(mine.attempts, theirs.attempts)
+    return out
+
+
+def _ask_one(
+    endpoint: Endpoint,
+    opts: JudgeOptions,
+    prompts: Sequence[str],
+    parse: Callable[[str], Any],
+    expected: bool,
+) -> list[Judged]:
     out = [Judged([None] * opts.k, [""] * opts.k) for _ in prompts]
     todo = [(i, j) for i in range(len(prompts)) for j in range(opts.k)]
     chat = opts.api == "chat"

@@ -13,7 +13,7 @@ from verifiers.genrm.options import JudgeOptions
 class EndpointJudge:
     def __init__(self, **options: Any) -> None:
         self.opts = JudgeOptions.resolve(**options)
-        self.opts.client()
+        self.opts.clients()
 
     @staticmethod
     def judgeable(

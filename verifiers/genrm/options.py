@@ -2,7 +2,7 @@
 
 | option              | variable                      | default      | meaning                                        |
 |---------------------|-------------------------------|--------------|------------------------------------------------|
-| `url`               | `M1_GENRM_URL`                | (required)   | OpenAI-compatible base URL ending in /v1       |
+| `url`               | `M1_GENRM_URL`                | (required)   | base URL ending in /v1; several, comma-separated: an ensemble (verdicts pooled) |
 | `model`             | `M1_GENRM_MODEL`              | `default`    | model name sent with each request              |
 | `api`               | `M1_GENRM_API`                | `chat`       | `chat` or `completions`                        |
 | `k`                 | `M1_GENRM_K`                  | 1            | judge samples per judgment, averaged           |
@@ -114,6 +114,13 @@ class JudgeOptions(EndpointSettings):
     @property
     def budget(self) -> Budget:
         return Budget(response=self.max_response_chars)
+
+    def clients(self) -> list[Endpoint]:
+        """One client per judge of ``url`` (a comma-separated list is an ensemble, asked in its order)."""
+        urls = [u.strip() for u in (self.url or "").split(",") if u.strip()]
+        if len(urls) < 2:
+            return [self.client()]
+        return [self.model_copy(update={"url": u}).client() for u in urls]
 
     def client(self) -> Endpoint:
         if not self.url:
