@@ -61,6 +61,7 @@ READS: dict[str, tuple[str, ...]] = {
         "genrm.judge_lr",
         "genrm.judge_batch_size",
         "genrm.judge_model",
+        "genrm.judges",  # how many judges, each at its own judge_model.seed (`judge_cache.judge_hashes`)
         "genrm.judge_domains",
         "genrm.judge_init",  # by the start checkpoint's identity, not its path
         "genrm.pair_training",

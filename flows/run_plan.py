@@ -25,8 +25,8 @@ from flows.curriculum.plan import active_curriculum, base_state, plan
 from flows.datasets import CURATED, GENERAL, PRODUCERS, dataset_name, produced, producer
 from flows.errors import InputError
 from flows.evaluate import evaluation_inputs
-from flows.genrm.files import judge_dir
-from flows.genrm.judge_cache import judge_inputs_hash
+from flows.genrm.files import member_hashes
+from flows.genrm.judge_cache import judge_is_current
 from flows.lineage import fingerprint
 from flows.store import DatasetStore
 
@@ -47,11 +47,16 @@ def _dataset(store: DatasetStore, name: str, writer: str, inputs: dict) -> Step:
 
 
 def _judge(config: PipelineConfig) -> Step:
-    record = judge_dir(config) / "training.json"
-    judge = json.loads(record.read_text()).get("judge", {}) if record.is_file() else {}
-    if judge.get("inputs_hash") == judge_inputs_hash(config.genrm):
+    if judge_is_current(config):
         return Step("judge", "reuse", "same settings and judging code")
-    return Step("judge", "train", "not trained yet" if not judge else "its settings or judging code changed")
+    hashes = member_hashes(config)
+    if all(h is None for h in hashes):
+        return Step("judge", "train", "not trained yet")
+    if None in hashes:
+        return Step(
+            "judge", "train", f"{hashes.count(None)} of the ensemble's {len(hashes)} judges not trained yet"
+        )
+    return Step("judge", "train", "its settings or judging code changed")
 
 
 def _evaluation(config, label: str, checkpoint: Path, curriculum, data) -> Step:

@@ -194,6 +194,15 @@ class GenRMConfig(Section):
         ),
         description="the judge's size (a softmax layer every 2: judging is mostly exact lookups)",
     )
+    judges: int = Field(
+        1,
+        ge=1,
+        le=8,
+        description="the run's own judge as an ensemble of this many, alike but for their initial weights "
+        "(judge i trains at judge_model.seed + i); a judgment pools their grades, so the stage rides on "
+        "the judges' mean rather than on one draw (reward-model ensembles, Coste et al. 2023; "
+        "flows/genrm/README.md, the thirteenth round)",
+    )
     judge_max_tokens: int = Field(
         16,
         ge=1,
@@ -210,6 +219,13 @@ class GenRMConfig(Section):
     constraint_weight: float = Field(0.5, ge=0, description="pairwise judge: weight of the constraint rules")
     port: int = Field(0, ge=0, le=65535, description="loopback port of the judge server; 0: a free one")
     seed: int = 0
+
+    def member(self, i: int) -> GenRMConfig:
+        """The settings judge ``i`` of the ensemble trains from: these, at judge_model.seed + i."""
+        if i == 0:
+            return self
+        model = self.judge_model.model_copy(update={"seed": self.judge_model.seed + i})
+        return self.model_copy(update={"judge_model": model})
 
     @property
     def pair_method(self) -> str:

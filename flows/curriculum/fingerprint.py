@@ -13,12 +13,11 @@ Not a flow: how the training flows decide that a thing is done or stale.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from flows.config import PipelineConfig, TrainConfig
-from flows.genrm.files import SERVED_JUDGE_ENV, judge_dir
+from flows.genrm.files import SERVED_JUDGE_ENV, judge_dir, member_hashes
 from flows.lineage import RELEASE, config_inputs, fingerprint
 
 JUDGED = "genrm"  # verifier names of the generative judges start with this
@@ -31,14 +30,12 @@ def versions(refs: list[str]) -> dict[str, int]:
 
 def judge_identity(config: PipelineConfig) -> str | None:
     """The judge a judged domain is scored by: the endpoint the user points at, or the run's own judge
-    (the hash of what it was trained from), or None when there is none yet."""
+    (the hash of what it was trained from; an ensemble's, joined), or None when there is none yet."""
     url = os.environ.get("M1_GENRM_URL")
     if url and os.environ.get(SERVED_JUDGE_ENV) != str(judge_dir(config).resolve()):
         return url
-    record = judge_dir(config) / "training.json"
-    if not record.is_file():
-        return None
-    return json.loads(record.read_text()).get("judge", {}).get("inputs_hash")
+    hashes = member_hashes(config)  # one judge, or each of the ensemble's
+    return None if None in hashes else "+".join(hashes)
 
 
 def judged(verifiers: dict[str, str], domains) -> bool:

@@ -28,7 +28,7 @@ from flows.curriculum.base import base_folder
 from flows.curriculum.fingerprint import JUDGED
 from flows.curriculum.judge_on_policy import PolicyOrder, policy_order
 from flows.datasets import GENERAL
-from flows.genrm.files import genrm_root, judge_dir, user_judge
+from flows.genrm.files import genrm_root, judge_dirs, user_judge
 from flows.genrm.serve import judge_for
 from flows.lineage import fingerprint
 from m1model.policy import checkpoint_id
@@ -58,13 +58,15 @@ def judged_verifier(config: PipelineConfig, curriculum: Curriculum) -> str | Non
 def measure_inputs(config: PipelineConfig, verifier: str) -> dict[str, Any] | None:
     """What the measurement depends on: the judge, the starting checkpoint and how they are asked; None
     while either does not exist yet."""
-    policy, g = start_policy(config), config.genrm
+    policy, g, folders = start_policy(config), config.genrm, judge_dirs(config)
     if not (policy / "config.json").is_file():
         return None
     if user := user_judge(config):
         judge = {"url": user[0], "model": user[1]}
-    elif (judge_dir(config) / "config.json").is_file():
-        judge = {"checkpoint": checkpoint_id(judge_dir(config)), "max_tokens": g.judge_max_tokens}
+    elif all((folder / "config.json").is_file() for folder in folders):
+        ids = [checkpoint_id(folder) for folder in folders]
+        judge = {"checkpoint": ids[0]} if len(ids) == 1 else {"checkpoints": ids}
+        judge["max_tokens"] = g.judge_max_tokens
         judge["grade_views"], judge["pair_method"] = g.grade_views, g.pair_method
     else:
         return None

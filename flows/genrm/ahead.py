@@ -1,8 +1,8 @@
 """The run's judge trained ahead (`m1 run`): the judge depends on nothing the DAG builds (its labelled
 responses come from its own seeds), so it trains in a child process from the start of the run, on the
 core that curation, the task producers and the SFT warm start leave idle, and `general_tasks` (after the
-warm start) waits for it instead of training it then. One implementation: the child runs `ensure_judge`, the same cached training, into the
-same folder.
+warm start) waits for it instead of training it then. One implementation: the child runs `ensure_judges`, the same cached training, into the
+same folders (each judge of an ensemble in turn).
 
 The child dies with the run (PR_SET_PDEATHSIG; terminated when the run stops early, Ctrl-C included) and
 never writes where the run reads: `general_tasks` looks at the folder only after the child has exited.
@@ -25,7 +25,7 @@ from typing import Any
 
 from flows.config import PipelineConfig
 from flows.genrm.files import judge_dir, user_judge
-from flows.genrm.judge_cache import ensure_judge, judge_is_current
+from flows.genrm.judge_cache import ensure_judges, judge_is_current
 from flows.model_settings import use_threads
 
 _AHEAD: dict[Path, _Child] = {}  # the judge folder -> the child training it
@@ -37,8 +37,8 @@ class _Child:
     step: Any  # a shared int: the child's last SFT step
 
 
-def _train(folder: str, config_json: str, step) -> None:
-    """The child: `ensure_judge` as `general_tasks` would call it, reporting each SFT step."""
+def _train(config_json: str, step) -> None:
+    """The child: `ensure_judges` as `general_tasks` would call it, reporting each SFT step."""
     # heavy: torch (the judge's training), in the child alone
     from m1model.rl.distributed import die_with_parent
 
@@ -51,7 +51,7 @@ def _train(folder: str, config_json: str, step) -> None:
         step.value = int(metrics["step"])
 
     try:
-        ensure_judge(Path(folder), config.genrm, on_step)
+        ensure_judges(config, on_step)
     except Exception:  # quietly: `general_tasks` trains it again and raises the error the run's way
         sys.exit(1)
 
@@ -75,7 +75,7 @@ def judge_ahead(config: PipelineConfig) -> Iterator[None]:
     step = ctx.Value("i", 0)
     process = ctx.Process(
         target=_train,
-        args=(str(folder), config.model_dump_json(), step),
+        args=(config.model_dump_json(), step),
         name="m1-judge-ahead",
         daemon=True,
     )

@@ -4,11 +4,12 @@ Not a flow: `m1 genrm eval`, `m1 genrm swiss` and the general-task flow (flows/g
 and they live with the flows because a bad file is the user's mistake (an InputError: one line from the CLI)
 and the plot is an artifact. What is computed from the files is library code: verifiers/genrm/evaluate.py
 (`evaluate_judge`, `JudgeEval`) and verifiers/genrm/swiss.py (`run_swiss`). Where a run keeps its judge
-(`judge_dir`) is here too: the flow writes it, the judge's server (flows/genrm/serve.py) reads it.
+(`judge_dir`, `judge_dirs` for an ensemble) is here too: the flow writes it, the judge's server (flows/genrm/serve.py) reads it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,26 @@ def genrm_root(config: PipelineConfig) -> Path:
 
 
 def judge_dir(config: PipelineConfig) -> Path:
+    """The run's judge (the first of its ensemble, `judge_dirs`)."""
     return genrm_root(config) / "judge"
+
+
+def judge_dirs(config: PipelineConfig) -> list[Path]:
+    """The run's judges, one folder each: ``judge/`` (the one judge of the default), then ``judge-1/``,
+    ``judge-2/``... for an ensemble (`genrm.judges`); judge i trains from `GenRMConfig.member(i)`."""
+    return [judge_dir(config)] + [genrm_root(config) / f"judge-{i}" for i in range(1, config.genrm.judges)]
+
+
+def member_hashes(config: PipelineConfig) -> list[str | None]:
+    """What each of the run's judges was trained from, as its training.json records it (None: untrained);
+    the ensemble's identity."""
+    out = []
+    for folder in judge_dirs(config):
+        meta = folder / "training.json"
+        out.append(
+            json.loads(meta.read_text()).get("judge", {}).get("inputs_hash") if meta.is_file() else None
+        )
+    return out
 
 
 def user_judge(config: PipelineConfig) -> tuple[str, str] | None:

@@ -34,9 +34,10 @@ from flows.config import GenRMConfig, PipelineConfig
 from flows.datasets import GENERAL, dataset_name
 from flows.errors import InputError
 from flows.genrm.ahead import wait_for_judge
-from flows.genrm.files import genrm_root, judge_dir, plot_eval, user_judge
+from flows.genrm.files import genrm_root, judge_dir, judge_dirs, member_hashes, plot_eval, user_judge
 from flows.genrm.general import general_items
-from flows.genrm.judge_cache import ensure_judge
+from flows.genrm.judge_cache import ensure_judges
+from flows.genrm.serve import MODEL_NAME, served_judge
 from flows.lineage import RELEASE, config_inputs
 from flows.model_settings import use_threads
 from flows.progress import prefect_progress
@@ -46,6 +47,7 @@ from verifiers.genrm.evaluate import JudgeEval
 
 DEFAULT_CONFIG = PipelineConfig()
 EXTERNAL_EVAL = "external-eval.json"  # beside the run's judge: the user's judge's measurement
+ENSEMBLE_EVAL = "ensemble-eval.json"  # beside the run's judges: their ensemble's measurement
 PREREQUISITES = ()  # nothing from the machine (flows/prerequisites.py): the judge is trained and served here
 
 
@@ -96,6 +98,10 @@ def measured_judge(config: PipelineConfig) -> JudgeEval | None:
         if (saved.get("url"), saved.get("model")) != user:
             return None
         return JudgeEval.from_dict(saved["eval"])
+    if config.genrm.judges > 1:
+        path = genrm_root(config) / ENSEMBLE_EVAL
+        saved = json.loads(path.read_text()) if path.is_file() else {}
+        return JudgeEval.from_dict(saved["eval"]) if saved.get("members") == member_hashes(config) else None
     meta = judge_dir(config) / "training.json"
     if not meta.is_file():
         return None
@@ -137,6 +143,30 @@ def measure_user_judge(config: PipelineConfig, url: str, model: str) -> JudgeEva
     return result
 
 
+def measure_ensemble(config: PipelineConfig) -> JudgeEval:
+    """The run's ensemble measured as one judge, on the held-out labels its judges are measured on, through
+    their servers (`m1 genrm eval`'s code); kept beside them (``genrm/ensemble-eval.json``, with what each
+    judge was trained from) and reused while they are the same."""
+    g, members = config.genrm, member_hashes(config)
+    path = genrm_root(config) / ENSEMBLE_EVAL
+    saved = json.loads(path.read_text()) if path.is_file() else {}
+    if saved.get("members") == members:
+        return JudgeEval.from_dict(saved["eval"])
+    with served_judge(judge_dirs(config), export_env=False) as url:
+        result = evaluate.evaluate_judge(
+            url,
+            heldout_rows(g),
+            model=MODEL_NAME,
+            k=g.k,
+            seed=g.seed,
+            max_tokens=g.judge_max_tokens,
+            pair_method=g.pair_method,
+            grade_views=g.grade_views,
+        )
+    atomic_write_text(path, json.dumps({"members": members, "eval": asdict(result)}, indent=1))
+    return result
+
+
 def _progress(total: int) -> Callable[[dict[str, float]], None]:
     report = prefect_progress("judge SFT steps done", every=max(1, total // 20))
     return lambda m: report(m["step"], total)
@@ -162,18 +192,21 @@ def general_tasks(config: PipelineConfig = DEFAULT_CONFIG) -> dict[str, Any]:
         logger.info("judge %s: measured on the held-out labels", where)
     else:
         folder = judge_dir(config)
-        progress = _progress(g.judge_steps)
+        progress = _progress(g.judge_steps * g.judges)
         ahead = wait_for_judge(folder, progress)  # `m1 run` trains it from the start (flows/genrm/ahead.py)
         if ahead is False:
             logger.warning("judge: its training beside the run failed; training it now")
-        summary, trained = ensure_judge(folder, g, on_step=progress)
+        summaries, trained = ensure_judges(config, on_step=progress)
         if ahead:
             trained, how = True, "trained beside the run's first flows"
         else:
             how = "trained" if trained else "reused (same inputs)"
         where = f"`{folder}`"
-        logger.info("judge %s: %s", how, folder)
-        result = JudgeEval.from_dict(summary["eval"])  # measured through the server when it was trained
+        if g.judges > 1:
+            where = f"ensemble of {g.judges} judges, " + ", ".join(f"`{f}`" for f in judge_dirs(config))
+        logger.info("judge %s: %s", how, where.replace("`", ""))
+        # one judge: measured through its server when it was trained; an ensemble: through theirs, now
+        result = JudgeEval.from_dict(summaries[0]["eval"]) if g.judges == 1 else measure_ensemble(config)
 
     png = plot_eval(result, genrm_root(config) / "eval.png", f"{config.name}: judge on held-out prompts")
     create_table_artifact(

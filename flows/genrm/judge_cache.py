@@ -22,7 +22,7 @@ import verifiers.genrm.grade as grade
 import verifiers.genrm.pair as pair
 import verifiers.genrm.prompts as prompts
 from flows.config import GenRMConfig, PipelineConfig
-from flows.genrm.files import judge_dir
+from flows.genrm.files import judge_dirs
 from m1model.policy import checkpoint_id
 
 
@@ -65,9 +65,16 @@ def _current(folder: Path, digest: str) -> dict[str, Any] | None:
     return None
 
 
+def judge_hashes(g: GenRMConfig) -> list[str]:
+    """`judge_inputs_hash` of each of the run's judges (one, or each of its ensemble: `GenRMConfig.member`)."""
+    return [judge_inputs_hash(g.member(i)) for i in range(g.judges)]
+
+
 def judge_is_current(config: PipelineConfig) -> bool:
-    """Whether the run's judge is trained from the run's judge settings and code already."""
-    return _current(judge_dir(config), judge_inputs_hash(config.genrm)) is not None
+    """Whether the run's judges (one, or each of its ensemble) are trained from the run's judge settings
+    and code already."""
+    wanted = judge_hashes(config.genrm)
+    return all(_current(f, h) is not None for f, h in zip(judge_dirs(config), wanted, strict=True))
 
 
 def ensure_judge(
@@ -78,3 +85,18 @@ def ensure_judge(
     if (judge := _current(folder, digest)) is not None:
         return judge, False
     return train.train_judge(folder, g, on_step=on_step, inputs_hash=digest), True
+
+
+def ensure_judges(
+    config: PipelineConfig, on_step: Callable[[dict[str, float]], None] | None = None
+) -> tuple[list[dict[str, Any]], bool]:
+    """`ensure_judge` for each of the run's judges in turn (`judge_dirs`), ``on_step`` counting the steps of
+    all of them; (their training summaries, whether any was trained now)."""
+    g, summaries, trained = config.genrm, [], False
+    for i, folder in enumerate(judge_dirs(config)):
+        done = i * g.judge_steps
+        relay = None if on_step is None else (lambda m, done=done: on_step(m | {"step": m["step"] + done}))
+        summary, now = ensure_judge(folder, g.member(i), relay)
+        summaries.append(summary)
+        trained = trained or now
+    return summaries, trained

@@ -11,12 +11,12 @@ Not a flow: how the stage and evaluation flows get their judge for as long as th
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from flows.errors import InputError
-from flows.genrm.files import SERVED_JUDGE_ENV, judge_dir
+from flows.genrm.files import SERVED_JUDGE_ENV, judge_dirs
 from flows.servers import m1_server
 
 MODEL_NAME = "judge"
@@ -27,7 +27,7 @@ _SHARED: list[Callable[[], None]] = []
 
 @contextmanager
 def served_judge(
-    checkpoint: str | Path,
+    checkpoint: str | Path | Sequence[str | Path],
     *,
     port: int = 0,
     threads: int = 1,
@@ -37,19 +37,30 @@ def served_judge(
     grade_views: str | None = None,
     startup_timeout_s: float = 180.0,
 ) -> Iterator[str]:
-    """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it;
-    ``max_tokens``, ``pair_method`` and ``grade_views`` (how this judge was trained to judge a pair and a
-    grade) are exported with the URL (``M1_GENRM_MAX_TOKENS``, ``M1_GENRM_PAIR_METHOD``,
-    ``M1_GENRM_GRADE_VIEWS``) when given."""
-    if not (Path(checkpoint) / "config.json").is_file():
-        raise InputError(f"{checkpoint}: not a judge checkpoint (no config.json); run `m1 genrm train-judge`")
-    args = ["serve", "model", "--checkpoint", str(checkpoint), "--model-name", MODEL_NAME]
-    args += ["--threads", str(threads), "--log-level", "warning"]
-    with m1_server(args, name="judge server", port=port, timeout_s=startup_timeout_s) as base:
+    """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it; for
+    several checkpoints (an ensemble) one server each, on its own core where there is one, and their URLs
+    comma-separated, which the `genrm` verifiers ask all of (verifiers/genrm/calls.py). ``max_tokens``,
+    ``pair_method`` and ``grade_views`` (how this judge was trained to judge a pair and a grade) are
+    exported with the URL (``M1_GENRM_MAX_TOKENS``, ``M1_GENRM_PAIR_METHOD``, ``M1_GENRM_GRADE_VIEWS``)
+    when given."""
+    checkpoints = [checkpoint] if isinstance(checkpoint, str | Path) else list(checkpoint)
+    for folder in checkpoints:
+        if not (Path(folder) / "config.json").is_file():
+            raise InputError(f"{folder}: not a judge checkpoint (no config.json); run `m1 genrm train-judge`")
+    with ExitStack() as servers:
+        urls = []
+        for i, folder in enumerate(checkpoints):
+            args = ["serve", "model", "--checkpoint", str(folder), "--model-name", MODEL_NAME]
+            args += ["--threads", str(threads), "--log-level", "warning"]
+            at = port + i if port else 0
+            base = servers.enter_context(
+                m1_server(args, name="judge server", port=at, timeout_s=startup_timeout_s)
+            )
+            urls.append(f"{base}/v1")
         exported = {
-            "M1_GENRM_URL": f"{base}/v1",
+            "M1_GENRM_URL": ",".join(urls),
             "M1_GENRM_MODEL": MODEL_NAME,
-            SERVED_JUDGE_ENV: str(Path(checkpoint).resolve()),
+            SERVED_JUDGE_ENV: str(Path(checkpoints[0]).resolve()),
         }
         if max_tokens is not None:
             exported["M1_GENRM_MAX_TOKENS"] = str(max_tokens)
@@ -61,7 +72,7 @@ def served_judge(
         try:
             if export_env:
                 os.environ.update(exported)
-            yield f"{base}/v1"
+            yield exported["M1_GENRM_URL"]
         finally:
             if export_env:
                 for key, value in saved.items():
@@ -86,10 +97,10 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
     if os.environ.get("M1_GENRM_URL"):
         yield {name: options for name in judged}
         return
-    folder = judge_dir(config)
-    if not (folder / "config.json").is_file():
+    folders = judge_dirs(config)
+    if not all((folder / "config.json").is_file() for folder in folders):
         raise InputError(
-            f"verifier(s) {', '.join(judged)} need a judge: this run has none at {folder} (`m1 run` with "
+            f"verifier(s) {', '.join(judged)} need a judge: this run has none at {folders[0]} (`m1 run` with "
             "genrm.enabled trains it, or `m1 genrm train-judge`), and M1_GENRM_URL is not set"
         )
     own = {
@@ -98,7 +109,7 @@ def judge_for(config, verifier_names) -> Iterator[dict[str, dict]]:
         "pair_method": config.genrm.pair_method,
         "grade_views": config.genrm.grade_views,
     }
-    with served_judge(folder, port=config.genrm.port, export_env=False) as url:
+    with served_judge(folders, port=config.genrm.port, export_env=False) as url:
         yield {name: options | own | {"url": url} for name in judged}
 
 
@@ -116,8 +127,12 @@ def run_judge(config) -> Iterator[None]:
     first use and finds it through the environment afterwards, so nothing starts when nothing inside is
     judged (every stage and evaluation reused). Nothing happens when genrm is off, the run has no judge,
     or ``M1_GENRM_URL`` is set."""
-    folder = judge_dir(config)
-    if not config.genrm.enabled or os.environ.get("M1_GENRM_URL") or not (folder / "config.json").is_file():
+    folders = judge_dirs(config)
+    if (
+        not config.genrm.enabled
+        or os.environ.get("M1_GENRM_URL")
+        or not all((folder / "config.json").is_file() for folder in folders)
+    ):
         yield
         return
     with ExitStack() as stack:
@@ -127,7 +142,7 @@ def run_judge(config) -> Iterator[None]:
             if not started:
                 stack.enter_context(
                     served_judge(
-                        folder,
+                        folders,
                         port=config.genrm.port,
                         max_tokens=config.genrm.judge_max_tokens,
                         pair_method=config.genrm.pair_method,

@@ -23,7 +23,7 @@ from flows.curriculum import load_curriculum
 from flows.curriculum.fingerprint import base_inputs, judged, stage_inputs
 from flows.curriculum.settings import stage_train_config
 from flows.evaluate import evaluation_inputs
-from flows.genrm.judge_cache import judge_inputs_hash
+from flows.genrm.judge_cache import judge_hashes
 from flows.lineage import EXCEPT, NOT_RESULTS, READS, SWITCHES, changes, config_inputs, fingerprint, flatten
 
 REFS = ["t-curated@v1", "t-synlogic@v2"]
@@ -102,7 +102,7 @@ def real_inputs(config: PipelineConfig) -> dict[str, Any]:
         "code": code.inputs(config),
         "swe": swe.inputs(config),
         "general": genrm.inputs(config),
-        "judge": judge_inputs_hash(config.genrm),
+        "judge": "+".join(judge_hashes(config.genrm)),
         "pass-rate": pass_rate_inputs(config, "t-curated@v1", "policy"),
         "base": base_inputs(config, REFS),
         "evaluation": evaluation_inputs(config, "/nonexistent", tiny, REFS, {"math", "general"}),
