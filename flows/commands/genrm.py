@@ -119,7 +119,12 @@ def train_judge(
 
 @app.command("eval")
 def eval_cmd(
-    endpoint: Annotated[str, typer.Option("--endpoint", help="Judge base URL ending in /v1.")],
+    endpoint: Annotated[
+        str,
+        typer.Option(
+            "--endpoint", help="Judge base URL ending in /v1; several, comma-separated: an ensemble."
+        ),
+    ],
     labels: Annotated[
         Path | None,
         typer.Option(
