@@ -99,9 +99,7 @@ def measured_judge(config: PipelineConfig) -> JudgeEval | None:
             return None
         return JudgeEval.from_dict(saved["eval"])
     if config.genrm.judges > 1:
-        path = genrm_root(config) / ENSEMBLE_EVAL
-        saved = json.loads(path.read_text()) if path.is_file() else {}
-        return JudgeEval.from_dict(saved["eval"]) if saved.get("members") == member_hashes(config) else None
+        return kept_ensemble_eval(config)
     meta = judge_dir(config) / "training.json"
     if not meta.is_file():
         return None
@@ -147,11 +145,9 @@ def measure_ensemble(config: PipelineConfig) -> JudgeEval:
     """The run's ensemble measured as one judge, on the held-out labels its judges are measured on, through
     their servers (`m1 genrm eval`'s code); kept beside them (``genrm/ensemble-eval.json``, with what each
     judge was trained from) and reused while they are the same."""
-    g, members = config.genrm, member_hashes(config)
-    path = genrm_root(config) / ENSEMBLE_EVAL
-    saved = json.loads(path.read_text()) if path.is_file() else {}
-    if saved.get("members") == members:
-        return JudgeEval.from_dict(saved["eval"])
+    if (kept := kept_ensemble_eval(config)) is not None:
+        return kept
+    g = config.genrm
     with served_judge(judge_dirs(config), export_env=False) as url:
         result = evaluate.evaluate_judge(
             url,
@@ -163,8 +159,17 @@ def measure_ensemble(config: PipelineConfig) -> JudgeEval:
             pair_method=g.pair_method,
             grade_views=g.grade_views,
         )
-    atomic_write_text(path, json.dumps({"members": members, "eval": asdict(result)}, indent=1))
+    record = {"members": member_hashes(config), "eval": asdict(result)}
+    atomic_write_text(genrm_root(config) / ENSEMBLE_EVAL, json.dumps(record, indent=1))
     return result
+
+
+def kept_ensemble_eval(config: PipelineConfig) -> JudgeEval | None:
+    """The ensemble's kept measurement (``genrm/ensemble-eval.json``) while its judges are the ones it was
+    taken of; else None."""
+    path = genrm_root(config) / ENSEMBLE_EVAL
+    saved = json.loads(path.read_text()) if path.is_file() else {}
+    return JudgeEval.from_dict(saved["eval"]) if saved.get("members") == member_hashes(config) else None
 
 
 def _progress(total: int) -> Callable[[dict[str, float]], None]:
