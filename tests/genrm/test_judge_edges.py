@@ -351,7 +351,11 @@ def test_an_endpoint_failure_carries_the_endpoints_message(judge, judge_class):
         .startswith(f"judge endpoint failed: {url}/missing/chat/completions: HTTP 404")
     )
     assert rewards[1] == Reward.error("item has no text `response`")  # its own error, not the batch's
-    assert [p for p, _ in j.requests] == [path] * (1 if judge_class is GradeJudge else 2)
+    paths = [p for p, _ in j.requests]
+    # the grade judge asks once; the pair judge asks both orders at once, and the first failure may cancel
+    # the other order before it is sent (a failed batch stops asking), so one or two requests
+    assert set(paths) == {path}
+    assert len(paths) in ({1} if judge_class is GradeJudge else {1, 2})
 
 
 # -- the pairwise judge -------------------------------------------------------------------------------
