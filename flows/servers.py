@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
@@ -28,15 +28,47 @@ def m1_server(args: Sequence[str], *, name: str, port: int = 0, timeout_s: float
     """Runs ``m1 <args> --port PORT`` and yields its root URL (``http://127.0.0.1:PORT``) once its
     ``/health`` answers 200 with status "ok"; terminates it on exit (killed after 15 s). A server that
     exits first, or is not ready within ``timeout_s``, is an InputError naming ``name``."""
+    with m1_servers([args], name=name, ports=[port], timeout_s=timeout_s) as (base,):
+        yield base
+
+
+@contextmanager
+def m1_servers(
+    args_each: Sequence[Sequence[str]],
+    *,
+    name: str,
+    ports: Sequence[int] | None = None,
+    timeout_s: float = 180.0,
+) -> Iterator[list[str]]:
+    """`m1_server` for several servers (an ensemble of judges), started at once so that each loads its
+    model while the others load theirs; yields their root URLs, in order, once every one is healthy.
+    ``ports`` (0: a free one) default to free ports, all different."""
     from m1model.serving import free_port  # heavy: the model server's package (torch), only when serving
 
-    port = port or free_port()
-    base = f"http://127.0.0.1:{port}"
+    wanted = list(ports) if ports is not None else [0] * len(args_each)
+    if len(wanted) != len(args_each):
+        raise ValueError(f"{len(args_each)} servers and {len(wanted)} ports")
+    chosen: list[int] = []
+    for port in wanted:
+        while not port or port in chosen:  # two free_port calls may return the same port
+            port = free_port()
+        chosen.append(port)
+    with ExitStack() as stack:
+        started = [
+            stack.enter_context(_started(args, port)) for args, port in zip(args_each, chosen, strict=True)
+        ]
+        for proc, base, log in started:
+            wait_healthy(proc, base, timeout_s, log, name)
+        yield [base for _, base, _ in started]
+
+
+@contextmanager
+def _started(args: Sequence[str], port: int) -> Iterator[tuple[subprocess.Popen, str, Path]]:
+    """The child ``m1 <args> --port PORT`` with its log, terminated on exit (killed after 15 s)."""
     with tempfile.NamedTemporaryFile("w+", prefix="m1-server-", suffix=".log") as log:
         proc = subprocess.Popen([*M1, *args, "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
         try:
-            wait_healthy(proc, base, timeout_s, Path(log.name), name)
-            yield base
+            yield proc, f"http://127.0.0.1:{port}", Path(log.name)
         finally:
             proc.terminate()
             try:

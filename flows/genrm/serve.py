@@ -17,7 +17,7 @@ from pathlib import Path
 
 from flows.errors import InputError
 from flows.genrm.files import SERVED_JUDGE_ENV, judge_dirs
-from flows.servers import m1_server
+from flows.servers import m1_servers
 
 MODEL_NAME = "judge"
 # Inside `run_judge`: starts the run's judge on first use (a rerun whose stages and evaluations are all
@@ -38,7 +38,7 @@ def served_judge(
     startup_timeout_s: float = 180.0,
 ) -> Iterator[str]:
     """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it; for
-    several checkpoints (an ensemble) one server each, on its own core where there is one, and their URLs
+    several checkpoints (an ensemble) one server each, started at once, each on its own core where there is one, and their URLs
     comma-separated, which the `genrm` verifiers ask all of (verifiers/genrm/calls.py). ``max_tokens``,
     ``pair_method`` and ``grade_views`` (how this judge was trained to judge a pair and a grade) are
     exported with the URL (``M1_GENRM_MAX_TOKENS``, ``M1_GENRM_PAIR_METHOD``, ``M1_GENRM_GRADE_VIEWS``)
@@ -47,16 +47,11 @@ def served_judge(
     for folder in checkpoints:
         if not (Path(folder) / "config.json").is_file():
             raise InputError(f"{folder}: not a judge checkpoint (no config.json); run `m1 genrm train-judge`")
-    with ExitStack() as servers:
-        urls = []
-        for i, folder in enumerate(checkpoints):
-            args = ["serve", "model", "--checkpoint", str(folder), "--model-name", MODEL_NAME]
-            args += ["--threads", str(threads), "--log-level", "warning"]
-            at = port + i if port else 0
-            base = servers.enter_context(
-                m1_server(args, name="judge server", port=at, timeout_s=startup_timeout_s)
-            )
-            urls.append(f"{base}/v1")
+    args = ["serve", "model", "--model-name", MODEL_NAME, "--threads", str(threads), "--log-level", "warning"]
+    ports = [port + i if port else 0 for i in range(len(checkpoints))]
+    each = [[*args, "--checkpoint", str(folder)] for folder in checkpoints]
+    with m1_servers(each, name="judge server", ports=ports, timeout_s=startup_timeout_s) as bases:
+        urls = [f"{base}/v1" for base in bases]
         exported = {
             "M1_GENRM_URL": ",".join(urls),
             "M1_GENRM_MODEL": MODEL_NAME,
