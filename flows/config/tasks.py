@@ -201,7 +201,7 @@ class GenRMConfig(Section):
         description="the run's own judge as an ensemble of this many, alike but for their initial weights "
         "(judge i trains at judge_model.seed + i); a judgment pools their grades, so the stage rides on "
         "the judges' mean rather than on one draw (reward-model ensembles, Coste et al. 2023; "
-        "flows/genrm/README.md, the thirteenth round)",
+        "flows/genrm/README.md, the thirteenth and fourteenth rounds: 300 judge_steps each hold, 150 do not)",
     )
     judge_max_tokens: int = Field(
         16,
