@@ -38,11 +38,11 @@ def served_judge(
     startup_timeout_s: float = 180.0,
 ) -> Iterator[str]:
     """Yields the judge's base URL (``http://127.0.0.1:PORT/v1``) while `m1 serve model` serves it; for
-    several checkpoints (an ensemble) one server each, started at once, each on its own core where there is one, and their URLs
-    comma-separated, which the `genrm` verifiers ask all of (verifiers/genrm/calls.py). ``max_tokens``,
-    ``pair_method`` and ``grade_views`` (how this judge was trained to judge a pair and a grade) are
-    exported with the URL (``M1_GENRM_MAX_TOKENS``, ``M1_GENRM_PAIR_METHOD``, ``M1_GENRM_GRADE_VIEWS``)
-    when given."""
+    several checkpoints (an ensemble) one server each, started at once, each on its own core where there
+    is one, and their URLs comma-separated, which the `genrm` verifiers ask all of
+    (verifiers/genrm/calls.py). ``max_tokens``, ``pair_method`` and ``grade_views`` (how this judge was
+    trained to judge a pair and a grade) are exported with the URL (``M1_GENRM_MAX_TOKENS``,
+    ``M1_GENRM_PAIR_METHOD``, ``M1_GENRM_GRADE_VIEWS``) when given."""
     checkpoints = [checkpoint] if isinstance(checkpoint, str | Path) else list(checkpoint)
     for folder in checkpoints:
         if not (Path(folder) / "config.json").is_file():
